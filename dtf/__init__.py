@@ -1,0 +1,40 @@
+"""dtf: TensorFlow 1.x graph-mode programs, distributed over ZeroMQ, on Numba kernels.
+
+``import dtf as tf`` gives the TF1 surface; everything here is an explicit re-export.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from dtf.framework import dtypes as _dtypes_mod
+from dtf.framework.dtypes import (  # noqa: F401
+    DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16, int32, int64,
+    string, uint8, uint16,
+)
+from dtf.framework import errors  # noqa: F401
+from dtf.framework.tensor_shape import Dimension, TensorShape  # noqa: F401
+from dtf.framework.device_spec import DeviceSpec  # noqa: F401
+from dtf.framework.op_registry import NoGradient, NotDifferentiable, RegisterGradient  # noqa: F401
+from dtf.framework.ops import (  # noqa: F401
+    Graph, GraphKeys, Operation, Tensor, add_to_collection, add_to_collections, colocate_with,
+    control_dependencies, convert_to_tensor, device, get_collection, get_collection_ref,
+    get_default_graph, is_tensor, name_scope, op_scope, register_tensor_conversion_function,
+    reset_default_graph,
+)
+from dtf.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions  # noqa: F401
+from dtf.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
+
+from dtf.ops.constant_op import constant  # noqa: F401
+from dtf.ops.array_ops import identity, placeholder, placeholder_with_default  # noqa: F401
+from dtf.ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: F401
+from dtf.ops.math_ops import (  # noqa: F401
+    abs, acos, add, add_n, asin, atan, atan2, cast, ceil, cos, cosh, div, div_no_nan, divide,
+    equal, erf, exp, expm1, floor, floor_div, floordiv, floormod, greater, greater_equal,
+    is_finite, is_inf, is_nan, less, less_equal, log, log1p, logical_and, logical_not,
+    logical_or, logical_xor, maximum, minimum, mod, multiply, negative, not_equal, pow,
+    realdiv, reciprocal, round, rsqrt, saturate_cast, scalar_mul, sigmoid, sign, sin, sinh,
+    sqrt, square, squared_difference, subtract, tan, tanh, to_double, to_float, to_int32,
+    to_int64, truediv, truncatediv, where, where_v2,
+)
+
+newaxis = None

@@ -1,0 +1,1 @@
+"""Client side: Session, feeds and fetches, run options."""

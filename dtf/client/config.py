@@ -1,0 +1,83 @@
+"""ConfigProto, RunOptions and RunMetadata: TF's common fields as plain Python objects."""
+from __future__ import annotations
+
+
+class _Message:
+    """Keyword-initialised record with TF-proto-like helpers (CopyFrom, MergeFrom)."""
+
+    _fields: dict = {}
+
+    def __init__(self, **kwargs):
+        for k, default in self._fields.items():
+            setattr(self, k, default() if callable(default) else default)
+        for k, v in kwargs.items():
+            if k not in self._fields:
+                raise ValueError(f'{type(self).__name__} has no field named "{k}"')
+            setattr(self, k, v)
+
+    def CopyFrom(self, other):  # noqa: N802 - proto API
+        for k in self._fields:
+            setattr(self, k, getattr(other, k))
+
+    def MergeFrom(self, other):  # noqa: N802
+        for k, default in self._fields.items():
+            v = getattr(other, k)
+            if v != (default() if callable(default) else default):
+                setattr(self, k, v)
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields)
+        return f"{type(self).__name__}({items})"
+
+
+class GPUOptions(_Message):
+    _fields = {"allow_growth": False, "per_process_gpu_memory_fraction": 0.0,
+               "visible_device_list": ""}
+
+
+class GraphOptions(_Message):
+    _fields = {"build_cost_model": 0, "infer_shapes": False, "place_pruned_graph": False,
+               "enable_bfloat16_sendrecv": False}
+
+
+class ConfigProto(_Message):
+    _fields = {
+        "device_count": dict,
+        "intra_op_parallelism_threads": 0,
+        "inter_op_parallelism_threads": 0,
+        "use_per_session_threads": False,
+        "allow_soft_placement": False,
+        "log_device_placement": False,
+        "operation_timeout_in_ms": 0,
+        "device_filters": list,
+        "gpu_options": GPUOptions,
+        "graph_options": GraphOptions,
+        "isolate_session_state": False,
+    }
+
+
+class RunOptions(_Message):
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+    _fields = {"trace_level": 0, "timeout_in_ms": 0, "inter_op_thread_pool": 0,
+               "output_partition_graphs": False, "report_tensor_allocations_upon_oom": False}
+
+
+class NodeExecStats(_Message):
+    _fields = {"node_name": "", "all_start_micros": 0, "op_start_rel_micros": 0,
+               "op_end_rel_micros": 0, "all_end_rel_micros": 0, "timeline_label": "",
+               "output_shapes": list}
+
+
+class DeviceStepStats(_Message):
+    _fields = {"device": "", "node_stats": list}
+
+
+class StepStats(_Message):
+    _fields = {"dev_stats": list}
+
+
+class RunMetadata(_Message):
+    _fields = {"step_stats": StepStats, "partition_graphs": list, "cost_graph": None}

@@ -1,0 +1,311 @@
+"""tf.Session: fetch/feed handling on the client; execution goes to a backend.
+
+The backend for target "" runs the graph in this process; a "grpc://host:port" or
+"dtf://host:port" target connects to that task's master (see dtf.client.remote).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from dtf.framework import dtypes as _dtypes
+from dtf.framework import errors
+from dtf.framework import ops as _ops
+from dtf.runtime.resources import as_array
+from .config import ConfigProto, RunMetadata, RunOptions  # noqa: F401 (re-exported)
+
+
+class _DefaultSessionStack(threading.local):
+    def __init__(self):
+        self.stack = []
+
+    def clear(self):
+        self.stack = []
+
+
+_default_session_stack = _DefaultSessionStack()
+
+
+def get_default_session():
+    stack = _default_session_stack.stack
+    return stack[-1] if stack else None
+
+
+def _run_on_default(fetch, feed_dict, session):
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            what = ("Cannot execute operation using `run()`" if isinstance(fetch, _ops.Operation)
+                    else "Cannot evaluate tensor using `eval()`")
+            raise ValueError(f"{what}: No default session is registered. Use `with "
+                             "sess.as_default()` or pass an explicit session to "
+                             f"`{'run' if isinstance(fetch, _ops.Operation) else 'eval'}(session=sess)`")
+    if session.graph is not fetch.graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph "
+                         "is different from the session's graph.")
+    return session.run(fetch, feed_dict)
+
+
+# -- fetches -----------------------------------------------------------------------
+class _FetchPlan:
+    """Flattens any nesting of fetches into unique graph elements and rebuilds it."""
+
+    def __init__(self, graph, fetches):
+        self.graph = graph
+        self.elements: list = []
+        self._index: dict = {}
+        self.builder = self._map(fetches)
+
+    def _element(self, fetch):
+        if fetch is None:
+            raise TypeError(f"Fetch argument None has invalid type {type(None)}")
+        try:
+            el = self.graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+        except TypeError as e:
+            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a "
+                            f"string or Tensor. ({e})") from None
+        except ValueError as e:
+            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. ({e})") from None
+        except KeyError as e:
+            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
+                             f"({e.args[0]})") from None
+        key = id(el)
+        if key not in self._index:
+            self._index[key] = len(self.elements)
+            self.elements.append(el)
+        return self._index[key]
+
+    def _map(self, fetch):
+        if isinstance(fetch, (list, tuple)) and not isinstance(fetch, str):
+            subs = [self._map(f) for f in fetch]
+            if hasattr(fetch, "_fields"):  # namedtuple
+                cls = type(fetch)
+                return lambda vals: cls(*[s(vals) for s in subs])
+            cls = type(fetch)
+            if cls is list:
+                return lambda vals: [s(vals) for s in subs]
+            if cls is tuple:
+                return lambda vals: tuple(s(vals) for s in subs)
+            return lambda vals: cls(s(vals) for s in subs)
+        if isinstance(fetch, collections.abc.Mapping):
+            items = [(k, self._map(v)) for k, v in fetch.items()]
+            cls = type(fetch)
+            if cls is dict:
+                return lambda vals: {k: s(vals) for k, s in items}
+            if isinstance(fetch, collections.defaultdict):
+                factory = fetch.default_factory
+                return lambda vals: collections.defaultdict(factory, {k: s(vals) for k, s in items})
+            return lambda vals: cls((k, s(vals)) for k, s in items)
+        idx = self._element(fetch)
+        return lambda vals: vals[idx]
+
+
+def _to_output(v):
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    return v
+
+
+# -- the session -------------------------------------------------------------------
+class BaseSession:
+    def __init__(self, target="", graph=None, config=None):
+        if graph is None:
+            graph = _ops.get_default_graph()
+        if not isinstance(graph, _ops.Graph):
+            raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
+        if config is not None and not isinstance(config, ConfigProto):
+            raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
+        self._graph = graph
+        self._config = config or ConfigProto()
+        self._target = target.decode() if isinstance(target, bytes) else (target or "")
+        self._closed = False
+        self._fetch_plans: dict = {}
+        self._backend = _make_backend(self._target, graph, self._config)
+        self._default_ctx = None
+
+    graph = property(lambda self: self._graph)
+    sess_str = property(lambda self: self._target)
+
+    @property
+    def graph_def(self):
+        return self._graph.as_graph_def()
+
+    def list_devices(self):
+        return self._backend.list_devices()
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs the ops and evaluates the tensors in ``fetches`` (any nesting)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if not self._graph._nodes_in_order:
+            raise RuntimeError("The Session graph is empty. Add operations to the graph before "
+                               "calling run().")
+        fplan = self._fetch_plan(fetches)
+        feed_names, feed_values = self._feeds(feed_dict)
+        fetch_names = []
+        target_names = []
+        for el in fplan.elements:
+            if isinstance(el, _ops.Tensor):
+                fetch_names.append(el.name)
+            else:
+                target_names.append(el.name)
+        values = self._backend.run(tuple(fetch_names), feed_names, tuple(target_names),
+                                   feed_values, options, run_metadata)
+        it = iter(values)
+        results = [_to_output(next(it)) if isinstance(el, _ops.Tensor) else None
+                   for el in fplan.elements]
+        return fplan.builder(results)
+
+    def _fetch_plan(self, fetches):
+        key = None
+        try:
+            key = _fetch_key(fetches)
+            plan = self._fetch_plans.get(key)
+            if plan is not None:
+                return plan
+        except TypeError:
+            key = None
+        plan = _FetchPlan(self._graph, fetches)
+        if key is not None and len(self._fetch_plans) < 4096:
+            self._fetch_plans[key] = plan
+        return plan
+
+    def _feeds(self, feed_dict):
+        if not feed_dict:
+            return (), []
+        items = []
+        for key, value in feed_dict.items():
+            if isinstance(key, (list, tuple)):
+                raise TypeError("Nested feed keys are not supported; feed each tensor separately.")
+            try:
+                t = self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+            except Exception as e:  # noqa: BLE001
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+            if isinstance(value, (_ops.Tensor, _ops.Operation)):
+                raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
+                                "values include Python scalars, strings, lists, numpy ndarrays, or "
+                                "TensorHandles. For reference, the tensor object was "
+                                f"{value} which was passed to the feed with key {t}.")
+            try:
+                arr = as_array(value, t.dtype)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"Cannot feed value {value!r} for Tensor {t.name!r} of dtype "
+                                 f"{t.dtype.name}: {e}") from None
+            if not t.shape.is_compatible_with(arr.shape):
+                raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
+                                 f"{t.name!r}, which has shape {str(t.shape)!r}")
+            items.append((t.name, arr))
+        items.sort(key=lambda kv: kv[0])
+        return tuple(k for k, _ in items), [v for _, v in items]
+
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        feed_list = list(feed_list or [])
+
+        def call(*args, **kwargs):
+            return self.run(fetches, dict(zip(feed_list, args)), kwargs.get("options"),
+                            kwargs.get("run_metadata"))
+
+        return call
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    def as_default(self):
+        return _SessionAsDefault(self)
+
+    def __enter__(self):
+        ctx = _SessionAsDefault(self)
+        self._default_ctx_stack = getattr(self, "_default_ctx_stack", [])
+        self._default_ctx_stack.append(ctx)
+        ctx.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        ctx = self._default_ctx_stack.pop()
+        ctx.__exit__(exc_type, exc, tb)
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _fetch_key(fetches):
+    """A hashable key for a fetch structure (TypeError if it has unhashable leaves)."""
+    if isinstance(fetches, (list, tuple)) and not isinstance(fetches, str):
+        return (type(fetches), tuple(_fetch_key(f) for f in fetches))
+    if isinstance(fetches, dict):
+        return (type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
+    if isinstance(fetches, (_ops.Tensor, _ops.Operation)):
+        return id(fetches)
+    if isinstance(fetches, str):
+        return fetches
+    raise TypeError("uncacheable fetch")
+
+
+class _SessionAsDefault:
+    def __init__(self, sess):
+        self._sess = sess
+        self._graph_ctx = None
+
+    def __enter__(self):
+        _default_session_stack.stack.append(self._sess)
+        self._graph_ctx = self._sess.graph.as_default()
+        self._graph_ctx.__enter__()
+        return self._sess
+
+    def __exit__(self, *exc):
+        self._graph_ctx.__exit__(*exc)
+        stack = _default_session_stack.stack
+        if stack and stack[-1] is self._sess:
+            stack.pop()
+        return False
+
+
+class Session(BaseSession):
+    """A TF1 session. ``target`` "" runs in-process; "grpc://host:port" uses a server."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+
+    @staticmethod
+    def reset(target, containers=None, config=None):
+        """Clears the named resource containers (all when None) on every task of target's
+        cluster."""
+        from dtf.client import remote
+
+        remote.reset(target, containers, config)
+
+
+class InteractiveSession(BaseSession):
+    """A session that installs itself as the default on construction."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        self._ctx = _SessionAsDefault(self)
+        self._ctx.__enter__()
+
+    def close(self):
+        if not self._closed and self._ctx is not None:
+            try:
+                self._ctx.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001
+                pass
+        super().close()
+
+
+def _make_backend(target, graph, config):
+    if not target:
+        from dtf.client.local import LocalBackend
+
+        return LocalBackend(graph, config)
+    from dtf.client import remote
+
+    return remote.RemoteBackend(target, graph, config)

@@ -1,0 +1,135 @@
+"""TF1 dtypes: immutable DType values mapped one to one onto numpy dtypes."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type (``tf.float32`` ...). Compare with ``==``; hashable."""
+
+    __slots__ = ("_name", "_np")
+
+    def __init__(self, name: str, np_type):
+        self._name = name
+        self._np = np_type
+
+    name = property(lambda self: self._name)
+    as_numpy_dtype = property(lambda self: self._np)
+    base_dtype = property(lambda self: self)
+    real_dtype = property(lambda self: self)
+
+    @property
+    def is_floating(self) -> bool:
+        return self._name in ("float16", "float32", "float64", "bfloat16")
+
+    @property
+    def is_integer(self) -> bool:
+        return self._name.startswith("int") or self._name.startswith("uint")
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self._name.startswith("uint")
+
+    @property
+    def is_bool(self) -> bool:
+        return self._name == "bool"
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_floating or self.is_integer
+
+    @property
+    def size(self) -> int:
+        return np.dtype(self._np).itemsize if self._name != "string" else 0
+
+    @property
+    def min(self):
+        return np.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
+
+    @property
+    def max(self):
+        return np.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
+
+    def is_compatible_with(self, other) -> bool:
+        return self == as_dtype(other)
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self._name == other._name
+        try:
+            return self._name == as_dtype(other)._name
+        except TypeError:
+            return False
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __repr__(self):
+        return f"tf.{self._name}"
+
+    def __reduce__(self):
+        return as_dtype, (self._name,)
+
+
+float16 = half = DType("float16", np.float16)
+float32 = DType("float32", np.float32)
+float64 = double = DType("float64", np.float64)
+int8 = DType("int8", np.int8)
+int16 = DType("int16", np.int16)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)
+bool = DType("bool", np.bool_)  # noqa: A001 - TF's public name
+string = DType("string", np.object_)
+
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool, string)
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"half": float16, "double": float64, "bool_": bool})
+_BY_NP = {np.dtype(d.as_numpy_dtype): d for d in ALL if d is not string}
+FLOATING = (float16, float32, float64)
+INTEGER = (int8, int16, int32, int64, uint8, uint16)
+NUMERIC = FLOATING + INTEGER
+
+
+def as_dtype(type_value) -> DType:
+    """Converts a DType, a name, a numpy dtype or a Python type to a DType."""
+    if isinstance(type_value, DType):
+        return type_value
+    if isinstance(type_value, str):
+        try:
+            return _BY_NAME[type_value]
+        except KeyError:
+            raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.") from None
+    if type_value in (str, bytes):
+        return string
+    if type_value is float:
+        return float32
+    if type_value is int:
+        return int32
+    if type_value is builtins.bool:
+        return bool
+    try:
+        npd = np.dtype(type_value)
+    except TypeError:
+        raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.") from None
+    if npd.kind in ("U", "S", "O"):
+        return string
+    try:
+        return _BY_NP[npd]
+    except KeyError:
+        raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.") from None
+
+
+def from_numpy(npd) -> DType:
+    """DType of a numpy dtype, with strings (U/S/O) mapped to tf.string."""
+    return as_dtype(np.dtype(npd))

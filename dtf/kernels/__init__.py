@@ -1,0 +1,1 @@
+"""Kernels: the registry, the numpy reference semantics, CPU (Numba/numpy) and CUDA."""

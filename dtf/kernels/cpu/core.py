@@ -1,0 +1,44 @@
+"""Kernels of the structural ops: Const, Placeholder, Identity, NoOp."""
+from __future__ import annotations
+
+from dtf.framework import errors
+from dtf.kernels.registry import register_kernel
+
+
+@register_kernel("Const", "CPU")
+def const(node):
+    value = node.attrs["value"]
+    return lambda ctx: value
+
+
+def _shape_str(shape):
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+@register_kernel("Placeholder", "CPU")
+def placeholder(node):
+    dtype = node.attrs["dtype"]
+    shape = node.attrs.get("shape")
+    msg = (f"You must feed a value for placeholder tensor '{node.name}' with dtype "
+           f"{_TF_TYPE_NAMES.get(dtype.name, dtype.name)}"
+           + (f" and shape {_shape_str(shape)}" if shape is not None else ""))
+
+    def compute(ctx):
+        raise errors.InvalidArgumentError(node.name, None, msg)
+
+    return compute
+
+
+_TF_TYPE_NAMES = {"float32": "float", "float64": "double"}
+
+
+@register_kernel("Identity", "CPU")
+def identity(node):
+    return lambda ctx, x: x
+
+
+@register_kernel("NoOp", "CPU")
+def no_op(node):
+    return lambda ctx: None

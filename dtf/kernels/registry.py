@@ -1,0 +1,99 @@
+"""Kernel registry keyed by (op type, device type), with optional dtype constraints.
+
+A kernel is registered as a *factory*: ``factory(node) -> compute`` where ``node`` is the
+NodeDef and ``compute(ctx, *inputs)`` returns one array or a tuple of arrays. Factories run
+once per plan, so attribute parsing and Numba specialisation happen outside the step.
+
+Kernels must not mutate their inputs: values may be shared with variables or feeds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dtf.framework import errors
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    op_type: str
+    device_type: str
+    dtypes: frozenset | None  # None: any dtype
+    factory: object
+    label: str
+    fallback: bool = False
+
+
+_KERNELS: dict[tuple[str, str], list[KernelDef]] = {}
+_loaded = False
+
+
+def register_kernel(op_type: str, device: str = "CPU", dtypes=None, label: str = "",
+                    fallback: bool = False):
+    """Decorator: ``@register_kernel("MatMul", "CPU", dtypes=FLOATS)`` on a factory.
+
+    ``fallback`` kernels (the numpy reference) serve only the dtypes no primary kernel
+    claims, so a specialised kernel can be added without touching the fallback.
+    """
+    names = None if dtypes is None else frozenset(getattr(d, "name", d) for d in dtypes)
+
+    def deco(factory):
+        entries = _KERNELS.setdefault((op_type, device), [])
+        for e in entries:
+            if e.fallback != fallback:
+                continue
+            if e.dtypes is None or names is None or (e.dtypes & names):
+                overlap = "any dtype" if e.dtypes is None or names is None else sorted(e.dtypes & names)
+                raise KeyError(f"kernel for {op_type} on {device} registered twice ({overlap}); "
+                               f"first: {e.label or e.factory.__module__}")
+        entries.append(KernelDef(op_type, device, names, factory, label or factory.__module__, fallback))
+        entries.sort(key=lambda e: e.fallback)  # primaries first
+        return factory
+
+    return deco
+
+
+def simple(fn):
+    """Adapts ``fn(*inputs)`` (no attrs, no ctx) to the factory form."""
+
+    def factory(node):
+        return lambda ctx, *inputs: fn(*inputs)
+
+    factory.__name__ = getattr(fn, "__name__", "simple")
+    factory.__module__ = getattr(fn, "__module__", "")
+    return factory
+
+
+def _ensure_loaded():
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from dtf.kernels import cpu  # noqa: F401  (registers the CPU kernels)
+
+
+def has_kernel(op_type, device_type, dtype=None) -> bool:
+    _ensure_loaded()
+    try:
+        lookup(op_type, device_type, dtype)
+        return True
+    except errors.NotFoundError:
+        return False
+
+
+def lookup(op_type: str, device_type: str, dtype=None) -> KernelDef:
+    _ensure_loaded()
+    name = getattr(dtype, "name", dtype)
+    for e in _KERNELS.get((op_type, device_type), ()):
+        if e.dtypes is None or name is None or name in e.dtypes:
+            return e
+    registered = []
+    for (t, dev), entries in sorted(_KERNELS.items()):
+        if t == op_type:
+            kinds = ",".join("*" if e.dtypes is None else ",".join(sorted(e.dtypes)) for e in entries)
+            registered.append(f"{dev}[{kinds}]")
+    have = "; registered: " + " ".join(registered) if registered else "; no kernel registered for it at all"
+    raise errors.NotFoundError(None, None, f"no kernel for {op_type} on {device_type} for {name}{have}")
+
+
+def registered_kernels():
+    _ensure_loaded()
+    return {k: list(v) for k, v in _KERNELS.items()}

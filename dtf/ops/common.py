@@ -1,0 +1,98 @@
+"""Helpers shared by op families: input conversion with TF's dtype rules, and the
+common shape-inference functions."""
+from __future__ import annotations
+
+from dtf.framework import dtypes
+from dtf.framework import ops as _ops
+from dtf.framework.tensor_shape import TensorShape, as_shape, broadcast_shapes, unknown_shape
+
+
+def convert(x, name="x", dtype=None, hint=None):
+    return _ops.convert_to_tensor(x, dtype=dtype, name=name, preferred_dtype=hint)
+
+
+def convert_same(values, op_type, names=("x", "y"), dtype=None):
+    """Converts inputs to one dtype like TF's op helper: the first Tensor fixes the type
+    and the others convert to it; a Tensor of another dtype is a TypeError."""
+    target = dtype
+    if target is None:
+        for v in values:
+            if isinstance(v, _ops.Tensor):
+                target = v.dtype
+                break
+            if _ops._is_convertible_obj(v):
+                target = _ops.convert_to_tensor(v).dtype
+                break
+    out = []
+    for v, n in zip(values, names):
+        try:
+            t = _ops.convert_to_tensor(v, dtype=target, name=n) if target is not None else _ops.convert_to_tensor(v, name=n)
+        except ValueError as e:
+            if isinstance(v, _ops.Tensor):
+                raise TypeError(f"Input '{n}' of '{op_type}' Op has type {v.dtype.name} that does "
+                                f"not match type {dtypes.as_dtype(target).name} of argument "
+                                f"'{names[0]}'.") from None
+            raise TypeError(str(e)) from None
+        if target is None:
+            target = t.dtype
+        out.append(t)
+    return out
+
+
+def same_as_input(inputs, attrs):
+    """Output 0 has input 0's dtype and shape (unary elementwise ops)."""
+    return [(inputs[0].dtype, inputs[0].shape)]
+
+
+def broadcast_infer(inputs, attrs):
+    """Binary elementwise op with numpy broadcasting; raises ValueError on a sure mismatch."""
+    x, y = inputs
+    try:
+        shape = broadcast_shapes(x.shape, y.shape)
+    except ValueError as e:
+        raise ValueError(f"{e} for '{attrs.get('_op_name', '')}' with input shapes: "
+                         f"{_fmt(x.shape)}, {_fmt(y.shape)}.") from None
+    return [(x.dtype, shape)]
+
+
+def bool_broadcast_infer(inputs, attrs):
+    (_, shape), = broadcast_infer(inputs, attrs)
+    return [(dtypes.bool, shape)]
+
+
+def _fmt(shape: TensorShape) -> str:
+    if shape.ndims is None:
+        return "?"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape.as_tuple_or_none()) + "]"
+
+
+fmt_shape = _fmt
+
+
+def const_value(t):
+    """The numpy value of a tensor when it is a Const (for static shape inference)."""
+    if isinstance(t, _ops.Tensor) and t.op.type == "Const":
+        return t.op.get_attr("value")
+    return None
+
+
+def shape_from_tensor(t, rank_hint=None) -> TensorShape:
+    """Static shape described by a 1-D shape tensor (Const, Pack of consts, or Shape)."""
+    v = const_value(t)
+    if v is not None:
+        return TensorShape([None if int(d) < 0 else int(d) for d in v.reshape(-1)])
+    if isinstance(t, _ops.Tensor) and t.op.type == "Shape":
+        return t.op.inputs[0].shape
+    if isinstance(t, _ops.Tensor) and t.op.type == "Pack":
+        dims = []
+        for i in t.op.inputs:
+            cv = const_value(i)
+            dims.append(None if cv is None or int(cv) < 0 else int(cv))
+        return TensorShape(dims)
+    if isinstance(t, _ops.Tensor) and t.shape.ndims == 1 and t.shape.as_tuple_or_none()[0] is not None:
+        return unknown_shape(t.shape.as_tuple_or_none()[0])
+    return unknown_shape(rank_hint)
+
+
+__all__ = ["convert", "convert_same", "same_as_input", "broadcast_infer", "bool_broadcast_infer",
+           "fmt_shape", "const_value", "shape_from_tensor", "as_shape"]

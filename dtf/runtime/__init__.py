@@ -1,0 +1,1 @@
+"""Execution: executor (one subgraph), resources (variables), and later master/worker."""

@@ -1,0 +1,291 @@
+"""Executor: runs one subgraph (a list of NodeDefs on one device) for a signature
+(fetches, feeds, targets), compiled once into a flat plan of kernel calls over value slots.
+
+The executor never looks at op types by name: kernels come from the kernel registry and
+reference semantics (which inputs take a variable handle) from the op registry.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtf.framework import errors
+from dtf.framework.op_registry import get_op_def
+from dtf.kernels import registry as kernel_registry
+from dtf.runtime.resources import ResourceManager, VariableResource
+
+
+class ExecState:
+    """State shared by every step run against one set of resources (a local session,
+    or a worker task): variables, and random generators keyed by node."""
+
+    def __init__(self, resources: ResourceManager | None = None):
+        self.resources = resources or ResourceManager()
+        self._rngs: dict = {}
+        self._rng_lock = threading.Lock()
+
+    def rng(self, key, seed, seed2):
+        """The persistent generator of a random op: seeded ops repeat per session, as TF's."""
+        g = self._rngs.get(key)
+        if g is None:
+            with self._rng_lock:
+                g = self._rngs.get(key)
+                if g is None:
+                    if seed or seed2:
+                        g = np.random.Generator(np.random.PCG64([int(seed) & 0xFFFFFFFF, int(seed2) & 0xFFFFFFFF]))
+                    else:
+                        g = np.random.default_rng()
+                    self._rngs[key] = g
+        return g
+
+    def reset_rngs(self):
+        self._rngs.clear()
+
+
+class StepContext:
+    """What a kernel sees of the step it runs in."""
+
+    __slots__ = ("state", "resources", "step_id", "rendezvous", "deadline", "device", "task",
+                 "cancelled", "extra")
+
+    def __init__(self, state: ExecState, step_id=0, rendezvous=None, deadline=None,
+                 device="", task=""):
+        self.state = state
+        self.resources = state.resources
+        self.step_id = step_id
+        self.rendezvous = rendezvous
+        self.deadline = deadline
+        self.device = device
+        self.task = task
+        self.cancelled = False
+        self.extra = None
+
+    def rng(self, node_name, seed, seed2):
+        return self.state.rng(node_name, seed, seed2)
+
+
+def _deref(ctx, handle):
+    return handle.read()
+
+
+@dataclass
+class NodeStat:
+    node_name: str
+    op: str
+    all_start_micros: int
+    op_end_rel_micros: int
+    output_shapes: list
+
+
+class Plan:
+    """A compiled step: kernels in topological order over a flat list of value slots."""
+
+    def __init__(self, steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, node_count, device):
+        self.steps = steps
+        self.n_slots = n_slots
+        self.feed_slots = feed_slots
+        self.fetch_slots = fetch_slots
+        self.fetch_is_ref = fetch_is_ref
+        self.node_count = node_count
+        self.device = device
+
+    def run(self, ctx: StepContext, feed_values, stats: list | None = None):
+        vals = [None] * self.n_slots
+        for slot, v in zip(self.feed_slots, feed_values):
+            vals[slot] = v
+        if stats is None:
+            for compute, ins, out, nout, node in self.steps:
+                try:
+                    if nout == 1:
+                        vals[out] = compute(ctx, *[vals[i] for i in ins])
+                    elif nout == 0:
+                        compute(ctx, *[vals[i] for i in ins])
+                    else:
+                        vals[out:out + nout] = compute(ctx, *[vals[i] for i in ins])
+                except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
+                    raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
+        else:
+            self._run_traced(ctx, vals, stats)
+        out = []
+        for slot, is_ref in zip(self.fetch_slots, self.fetch_is_ref):
+            v = vals[slot]
+            out.append(v.read() if is_ref else v)
+        return out
+
+    def _run_traced(self, ctx, vals, stats):
+        for compute, ins, out, nout, node in self.steps:
+            start = time.time()
+            t0 = time.perf_counter()
+            try:
+                if nout == 1:
+                    vals[out] = compute(ctx, *[vals[i] for i in ins])
+                elif nout == 0:
+                    compute(ctx, *[vals[i] for i in ins])
+                else:
+                    vals[out:out + nout] = compute(ctx, *[vals[i] for i in ins])
+            except Exception as e:  # noqa: BLE001
+                raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
+            dt = time.perf_counter() - t0
+            shapes = [list(np.shape(vals[out + k])) for k in range(nout)
+                      if not isinstance(vals[out + k], VariableResource)]
+            stats.append(NodeStat(node.name, node.op, int(start * 1e6), int(dt * 1e6), shapes))
+
+
+def _describe(v):
+    if isinstance(v, VariableResource):
+        return f"variable {v.name}"
+    if isinstance(v, np.ndarray):
+        return f"{v.dtype}{list(v.shape)}"
+    return type(v).__name__
+
+
+def _op_failure(e, node, inputs, ctx) -> errors.OpError:
+    where = f" on {ctx.task}" if ctx.task else ""
+    if isinstance(e, errors.OpError):
+        if e.op is None and e.node_def is None and f'"{node.name}"' not in e.message:
+            msg = f"{e.message}\n\t [[node {node.name} ({node.op}){where}]]"
+            new = type(e)(node.name, None, msg)
+            return new
+        return e
+    shapes = ", ".join(_describe(v) for v in inputs)
+    cls = errors.InvalidArgumentError
+    if isinstance(e, MemoryError):
+        cls = errors.ResourceExhaustedError
+    elif isinstance(e, (NotImplementedError,)):
+        cls = errors.UnimplementedError
+    return cls(node.name, None, f'{node.op} "{node.name}"{where}: {e} (inputs: {shapes})')
+
+
+class Executor:
+    """Compiles and caches plans over a mutable set of nodes of one device."""
+
+    def __init__(self, device_type: str = "CPU", device: str = ""):
+        self.device_type = device_type
+        self.device = device
+        self._nodes: dict = {}
+        self._plans: dict = {}
+        self._lock = threading.Lock()
+
+    def add_nodes(self, nodes):
+        for n in nodes:
+            self._nodes[n.name] = n
+
+    def node(self, name):
+        return self._nodes[name]
+
+    def plan(self, fetches: tuple, feeds: tuple, targets: tuple, node_lookup=None) -> Plan:
+        key = (fetches, feeds, targets)
+        p = self._plans.get(key)
+        if p is None:
+            with self._lock:
+                p = self._plans.get(key)
+                if p is None:
+                    p = build_plan(node_lookup or self._nodes.__getitem__, fetches, feeds, targets,
+                                   self.device_type, self.device)
+                    self._plans[key] = p
+        return p
+
+    def clear(self):
+        self._plans.clear()
+
+
+def _split_name(tensor_name: str):
+    op, _, idx = tensor_name.rpartition(":")
+    return op, int(idx)
+
+
+def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") -> Plan:
+    """Prunes the graph to what fetches and targets need (stopping at feeds), orders it
+    topologically and binds a kernel to every node."""
+    fed = set(feeds)
+    needed: dict[str, object] = {}
+    order: list = []
+    # Iterative DFS (post-order) so deep graphs do not hit Python's recursion limit.
+    roots = [_split_name(f)[0] for f in fetches if f not in fed] + list(targets)
+    visiting = set()
+    for root in roots:
+        if root in needed:
+            continue
+        stack = [(root, False)]
+        while stack:
+            name, done = stack.pop()
+            if done:
+                visiting.discard(name)
+                if name not in needed:
+                    needed[name] = lookup(name)
+                    order.append(needed[name])
+                continue
+            if name in needed:
+                continue
+            if name in visiting:
+                raise errors.InvalidArgumentError(None, None, f"Graph has a cycle through node {name}")
+            try:
+                node = lookup(name)
+            except KeyError:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node {name!r} is not in the graph (or not on this device)") from None
+            visiting.add(name)
+            stack.append((name, True))
+            for c in reversed(node.control_inputs):
+                if c not in needed:
+                    stack.append((c, False))
+            for inp in reversed(node.inputs):
+                if inp in fed:
+                    continue
+                src = _split_name(inp)[0]
+                if src not in needed:
+                    stack.append((src, False))
+
+    slot_of: dict[str, int] = {}
+    n_slots = 0
+    feed_slots = []
+    for f in feeds:
+        slot_of[f] = n_slots
+        feed_slots.append(n_slots)
+        n_slots += 1
+    ref_producers = set()
+    for node in order:
+        opdef = get_op_def(node.op)
+        if opdef.ref_output:
+            ref_producers.add(node.name)
+        base = n_slots
+        n_out = len(node.output_dtypes)
+        for k in range(n_out):
+            key = f"{node.name}:{k}"
+            if key not in slot_of:
+                slot_of[key] = base + k
+        n_slots += n_out
+
+    steps = []
+    deref_slot: dict[int, int] = {}
+    for node in order:
+        opdef = get_op_def(node.op)
+        ins = []
+        for pos, inp in enumerate(node.inputs):
+            slot = slot_of[inp]
+            src = _split_name(inp)[0]
+            if src in ref_producers and inp not in fed and pos not in opdef.ref_inputs:
+                if slot not in deref_slot:
+                    deref_slot[slot] = n_slots
+                    steps.append((_deref, (slot,), n_slots, 1, node))
+                    n_slots += 1
+                slot = deref_slot[slot]
+            ins.append(slot)
+        try:
+            kdef = kernel_registry.lookup(node.op, device_type, node.dtype_key)
+        except errors.NotFoundError as e:
+            raise errors.InvalidArgumentError(
+                node.name, None, f"No OpKernel was registered to support Op '{node.op}' used by "
+                f"node {node.name}: {e.message}") from None
+        compute = kdef.factory(node)
+        out = slot_of.get(f"{node.name}:0", n_slots) if node.output_dtypes else 0
+        steps.append((compute, tuple(ins), out, len(node.output_dtypes), node))
+
+    fetch_slots, fetch_is_ref = [], []
+    for f in fetches:
+        fetch_slots.append(slot_of[f])
+        fetch_is_ref.append(f not in fed and _split_name(f)[0] in ref_producers)
+    return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device)

@@ -38,3 +38,19 @@ from dtf.ops.math_ops import (  # noqa: F401
 )
 
 newaxis = None
+
+# Each op family lists its public TF names in __all__.
+from dtf.ops.array_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_ops import *  # noqa: F401,F403,E402
+from dtf.ops.clip_ops import *  # noqa: F401,F403,E402
+from dtf.ops.random_ops import *  # noqa: F401,F403,E402
+from dtf.ops.variables import *  # noqa: F401,F403,E402
+from dtf.ops.state_ops import *  # noqa: F401,F403,E402
+from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
+from dtf.ops.init_ops import *  # noqa: F401,F403,E402
+from dtf import nn, train, initializers, random  # noqa: F401,E402
+from dtf.ops.reduction_ops import (  # noqa: F401,E402
+    argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
+    reduce_mean, reduce_min, reduce_prod, reduce_sum,
+)
+from dtf.ops.gradients import gradients  # noqa: F401,E402

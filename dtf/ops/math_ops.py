@@ -293,3 +293,5 @@ def where_v2(condition, x=None, y=None, name=None):
         return _where_indices(condition, name)
     x, y = convert_same([x, y], "SelectV2", names=("t", "e"))
     return _ops.make_tensor("SelectV2", [condition, x, y], {"T": x.dtype}, name=name or "SelectV2")
+
+from . import math_grad  # noqa: E402,F401  (registers the gradients)

@@ -1,25 +1,11 @@
-"""Reference semantics of every op in numpy: the living definition each kernel (CPU and
-CUDA) is tested against. Entries take the NodeDef attrs and the input arrays.
-
-``REFERENCE[op_type](attrs, *inputs) -> array | tuple of arrays``
-"""
+"""Reference semantics of the elementwise ops, casts, add_n and select."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-REFERENCE: dict = {}
-
-
-def reference(op_type):
-    def deco(fn):
-        if op_type in REFERENCE:
-            raise KeyError(f"reference for {op_type} defined twice")
-        REFERENCE[op_type] = fn
-        return fn
-
-    return deco
+from .table import REFERENCE, reference
 
 
 def _elementwise(op_type, fn):

@@ -1,0 +1,4 @@
+"""CPU kernels: nn ops."""
+from __future__ import annotations
+
+from dtf.kernels.registry import register_kernel  # noqa: F401

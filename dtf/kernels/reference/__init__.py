@@ -1,0 +1,10 @@
+"""Reference semantics of every op in numpy: the living definition each kernel (CPU and
+CUDA) is tested against. One module per op family; entries take the NodeDef attrs and the
+input arrays and return an array or a tuple of arrays.
+"""
+from .table import REFERENCE, reference  # noqa: F401
+from . import elementwise  # noqa: F401
+from . import array  # noqa: F401
+from . import math  # noqa: F401
+from . import nn  # noqa: F401
+from . import random  # noqa: F401

@@ -1,0 +1,2 @@
+"""tf.nn: activations, softmax and cross-entropy, conv2d, pooling, dropout."""
+from dtf.ops.nn_ops import *  # noqa: F401,F403

@@ -1,0 +1,4 @@
+"""array_grad."""
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,4 @@
+"""variable_scope."""
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,4 @@
+"""variables."""
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,4 @@
+"""tf.train: device_setter."""
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,4 @@
+"""tf.train: saver."""
+from __future__ import annotations
+
+__all__: list = []

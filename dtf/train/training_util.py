@@ -1,0 +1,4 @@
+"""tf.train: training_util."""
+from __future__ import annotations
+
+__all__: list = []

@@ -5,28 +5,41 @@ Parses and prints TF's forms: ``/job:ps/replica:0/task:1/device:GPU:0`` and the 
 """
 from __future__ import annotations
 
+import functools
+
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
+# Names accepted in the legacy short form "/cpu:0", "/GPU:1" (any case).
+_LEGACY_DEVICE_TYPES = ("CPU", "GPU", "TPU")
+
+
+def _as_int_or_none(value):
+    return None if value is None or value == "*" else int(value)
+
+
+def _as_device_type(device_type):
+    # Only the lowercase spellings of cpu and gpu are upper-cased, as TF does.
+    if device_type in ("cpu", "gpu"):
+        return device_type.upper()
+    return None if device_type is None else str(device_type)
 
 
 class DeviceSpec:
     __slots__ = _FIELDS
 
     def __init__(self, job=None, replica=None, task=None, device_type=None, device_index=None):
-        object.__setattr__(self, "job", job)
-        object.__setattr__(self, "replica", None if replica is None else int(replica))
-        object.__setattr__(self, "task", None if task is None else int(task))
-        if device_type is not None:
-            device_type = str(device_type).upper() if str(device_type).lower() in ("cpu", "gpu") else device_type
-        object.__setattr__(self, "device_type", device_type)
-        if device_index is not None and device_index != "*":
-            device_index = int(device_index)
-        object.__setattr__(self, "device_index", device_index)
+        object.__setattr__(self, "job", None if job is None else str(job))
+        object.__setattr__(self, "replica", _as_int_or_none(replica))
+        object.__setattr__(self, "task", _as_int_or_none(task))
+        object.__setattr__(self, "device_type", _as_device_type(device_type))
+        object.__setattr__(self, "device_index", _as_int_or_none(device_index))
 
     def __setattr__(self, name, value):
         raise AttributeError("DeviceSpec is immutable; use replace() or make_merged_spec()")
 
     @classmethod
     def from_string(cls, spec: str) -> "DeviceSpec":
+        if cls is DeviceSpec:
+            return _from_string_cached(spec)
         return cls(**_parse(spec))
 
     def to_string(self) -> str:
@@ -48,21 +61,18 @@ class DeviceSpec:
         return DeviceSpec(**fields)
 
     def make_merged_spec(self, dev: "DeviceSpec") -> "DeviceSpec":
-        """Fields set in ``dev`` override this spec's (TF's merge rule)."""
-        fields = {f: getattr(self, f) for f in _FIELDS}
+        """Fields set in ``dev`` override this spec's, each on its own (TF's merge rule)."""
+        fields = {}
         for f in _FIELDS:
             v = getattr(dev, f)
-            if v is not None:
-                fields[f] = v
-        if dev.device_type is not None and dev.device_index is None:
-            fields["device_index"] = None
+            fields[f] = getattr(self, f) if v is None else v
         return DeviceSpec(**fields)
 
     def merge_from(self, dev):  # TF1 mutated in place; ours returns the merged spec
         return self.make_merged_spec(dev)
 
-    def parse_from_string(self, spec):
-        return self.make_merged_spec(DeviceSpec.from_string(spec))
+    def parse_from_string(self, spec):  # TF1 overwrote every field from ``spec``
+        return DeviceSpec.from_string(spec)
 
     def __eq__(self, other):
         return isinstance(other, DeviceSpec) and self.to_string() == other.to_string()
@@ -79,36 +89,39 @@ class DeviceSpec:
 DeviceSpecV2 = DeviceSpec
 
 
+@functools.lru_cache(maxsize=4096)
+def _from_string_cached(spec) -> DeviceSpec:
+    # Every op in a device scope parses the same few strings; specs are immutable,
+    # so one instance per string can be shared.
+    return DeviceSpec(**_parse(spec))
+
+
 def _parse(spec: str) -> dict:
+    """TF's grammar: ``job:``, ``replica:``, ``task:``, ``device:TYPE:INDEX`` or the
+    legacy ``TYPE[:INDEX]``; keys are case-sensitive, empty parts are skipped."""
     fields: dict = {}
-    if spec is None:
-        return fields
-    spec = str(spec).strip()
-    if not spec:
-        return fields
-    for part in spec.split("/"):
+    for part in str(spec or "").strip().split("/"):
         if not part:
             continue
-        key, _, rest = part.partition(":")
-        low = key.lower()
-        if low == "job" and rest:
-            fields["job"] = rest
-        elif low == "replica" and rest:
-            fields["replica"] = int(rest)
-        elif low == "task" and rest:
-            fields["task"] = int(rest)
-        elif low == "device" and rest:
-            dtype, _, idx = rest.partition(":")
-            fields["device_type"] = dtype.upper() if dtype.lower() in ("cpu", "gpu") else dtype
-            if idx and idx != "*":
-                fields["device_index"] = int(idx)
-        elif low in ("cpu", "gpu"):
-            fields["device_type"] = low.upper()
-            if rest and rest != "*":
-                fields["device_index"] = int(rest)
+        y = part.split(":")
+        if len(y) == 2 and y[0] in ("job", "replica", "task"):
+            fields[y[0]] = y[1]
+        elif len(y) in (1, 2) and y[0].upper() in _LEGACY_DEVICE_TYPES:
+            _set_device(fields, spec, y[0].upper(), y[1] if len(y) == 2 else "*")
+        elif len(y) == 3 and y[0] == "device":
+            _set_device(fields, spec, y[1], y[2])
         else:
-            raise ValueError(f"Unknown attribute: '{part}' in '{spec}'")
+            raise ValueError(f"Unknown attribute: '{y[0]}' in '{spec}'")
     return fields
+
+
+def _set_device(fields: dict, spec: str, device_type: str, index: str) -> None:
+    if "device_type" in fields:
+        raise ValueError(f"Cannot specify multiple device types: {spec}")
+    if index != "*" and not index.isdigit():
+        raise ValueError(f"invalid literal for int: {spec}")
+    fields["device_type"] = device_type
+    fields["device_index"] = index
 
 
 def canonical(spec) -> str:

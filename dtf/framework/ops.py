@@ -326,7 +326,7 @@ class Graph:
             name = self._op_name(name or op_type)
             control_inputs = self._current_control_inputs(inputs)
             op = Operation(self, name, op_type, inputs, attrs, control_inputs, "")
-            outputs = op._op_def.infer(list(inputs), attrs)
+            outputs = op._op_def.infer(list(inputs), {**attrs, "_op_name": name})
             op._outputs = [Tensor(op, i, dt, as_shape(sh)) for i, (dt, sh) in enumerate(outputs)]
             for t in inputs:
                 t._consumers.append(op)

@@ -96,7 +96,22 @@ def _atan2_grad(op, grad):
     return _binary_grads(op, x * inv, -y * inv)
 
 
-for _t in ("FloorDiv", "FloorMod", "TruncateDiv", "Xdivy", "Less", "LessEqual", "Greater",
+@RegisterGradient("FloorMod")
+def _floormod_grad(op, grad):
+    # x mod y = x - floor(x / y) * y, piecewise linear in both inputs.
+    x, y = op.inputs
+    return _binary_grads(op, grad, grad * math_ops.negative(math_ops.floordiv(x, y)))  # noqa: F821
+
+
+@RegisterGradient("Xdivy")
+def _xdivy_grad(op, grad):
+    x, y = op.inputs
+    not_zero_x = math_ops.cast(math_ops.not_equal(x, array_ops.zeros_like(x)), x.dtype)  # noqa: F821
+    return _binary_grads(op, grad * math_ops.xdivy(not_zero_x, y),  # noqa: F821
+                         grad * math_ops.xdivy(-x, math_ops.square(y)))  # noqa: F821
+
+
+for _t in ("FloorDiv", "TruncateDiv", "Less", "LessEqual", "Greater",
            "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr", "LogicalXor",
            "LogicalNot", "Sign", "Floor", "Ceil", "Round", "IsNan", "IsInf", "IsFinite",
            "ArgMax", "ArgMin", "Shape", "BroadcastGradientArgs", "ZerosLike", "OnesLike"):

@@ -295,3 +295,9 @@ def where_v2(condition, x=None, y=None, name=None):
     return _ops.make_tensor("SelectV2", [condition, x, y], {"T": x.dtype}, name=name or "SelectV2")
 
 from . import math_grad  # noqa: E402,F401  (registers the gradients)
+
+__all__ = sorted(
+    [fn for fn, *_ in UNARY_OPS + BINARY_OPS + COMPARISON_OPS + LOGICAL_OPS]
+    + ["floor_div", "mod", "truncatemod", "truediv", "divide", "div", "scalar_mul", "cast",
+       "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "add_n", "accumulate_n",
+       "where", "where_v2"])

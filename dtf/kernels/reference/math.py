@@ -67,3 +67,33 @@ def _reduced_shape(attrs, shape, axes):
     for a in np.asarray(axes).reshape(-1):
         out[int(a) % n] = 1
     return out
+
+
+def _matmul(x, y, adj_x, adj_y):
+    """np.matmul (BLAS) with optional transposes of the last two dims; the inner dims and
+    batch dims are checked here because graph shapes may have been unknown."""
+    if adj_x:
+        x = np.swapaxes(x, -1, -2)
+    if adj_y:
+        y = np.swapaxes(y, -1, -2)
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError(f"Matrix size-incompatible: In[0]: {list(x.shape)}, In[1]: {list(y.shape)}")
+    try:
+        return np.matmul(x, y)
+    except ValueError:
+        raise ValueError(f"In[0] and In[1] must have compatible batch dimensions: "
+                         f"{list(x.shape)} vs. {list(y.shape)}") from None
+
+
+@reference("MatMul")
+def _mat_mul(attrs, a, b):
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"In[0] and In[1] must be matrices: {list(a.shape)}, {list(b.shape)}")
+    return _matmul(a, b, attrs["transpose_a"], attrs["transpose_b"])
+
+
+@reference("BatchMatMulV2")
+def _batch_mat_mul(attrs, x, y):
+    if x.ndim < 2 or y.ndim < 2:
+        raise ValueError(f"In[0] and In[1] must have rank >= 2: {list(x.shape)}, {list(y.shape)}")
+    return _matmul(x, y, attrs["adj_x"], attrs["adj_y"])

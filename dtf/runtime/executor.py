@@ -15,6 +15,7 @@ import numpy as np
 from dtf.framework import errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels import registry as kernel_registry
+from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 from dtf.runtime.resources import ResourceManager, VariableResource
 
 
@@ -91,12 +92,17 @@ class Plan:
         self.fetch_is_ref = fetch_is_ref
         self.node_count = node_count
         self.device = device
+        # Partitions that receive tensors run as dataflow (see _run_dataflow).
+        self.dataflow = _dataflow_graph(steps, feed_slots) if any(
+            getattr(st[0], "recv_key", None) is not None for st in steps) else None
 
     def run(self, ctx: StepContext, feed_values, stats: list | None = None):
         vals = [None] * self.n_slots
         for slot, v in zip(self.feed_slots, feed_values):
             vals[slot] = v
-        if stats is None:
+        if self.dataflow is not None:
+            self._run_dataflow(ctx, vals)
+        elif stats is None:
             for compute, ins, out, nout, node in self.steps:
                 try:
                     if nout == 1:
@@ -115,6 +121,49 @@ class Plan:
             out.append(v.read() if is_ref else v)
         return out
 
+    def _run_dataflow(self, ctx, vals):
+        """Runs steps as their inputs become ready. A receive whose tensor has not arrived
+        is parked instead of blocking, so partitions that exchange tensors in both
+        directions cannot deadlock whatever their local order."""
+        consumers, initial_pending = self.dataflow
+        pending = list(initial_pending)
+        ready = [i for i, p in enumerate(pending) if p == 0]
+        ready.reverse()
+        parked: dict = {}
+        steps = self.steps
+        rendezvous = ctx.rendezvous
+        remaining = len(steps)
+        while remaining:
+            if not ready:
+                i, value = rendezvous.wait_any(parked, ctx.deadline)
+                del parked[steps[i][0].recv_key]
+                vals[steps[i][2]] = value
+            else:
+                i = ready.pop()
+                compute, ins, out, nout, node = steps[i]
+                key = getattr(compute, "recv_key", None)
+                if key is not None:
+                    value = rendezvous.try_recv(key)
+                    if value is _MISSING:
+                        parked[key] = i
+                        continue
+                    vals[out] = value
+                else:
+                    try:
+                        if nout == 1:
+                            vals[out] = compute(ctx, *[vals[j] for j in ins])
+                        elif nout == 0:
+                            compute(ctx, *[vals[j] for j in ins])
+                        else:
+                            vals[out:out + nout] = compute(ctx, *[vals[j] for j in ins])
+                    except Exception as e:  # noqa: BLE001
+                        raise _op_failure(e, node, [vals[j] for j in ins], ctx) from e
+            remaining -= 1
+            for c in consumers[i]:
+                pending[c] -= 1
+                if pending[c] == 0:
+                    ready.append(c)
+
     def _run_traced(self, ctx, vals, stats):
         for compute, ins, out, nout, node in self.steps:
             start = time.time()
@@ -132,6 +181,38 @@ class Plan:
             shapes = [list(np.shape(vals[out + k])) for k in range(nout)
                       if not isinstance(vals[out + k], VariableResource)]
             stats.append(NodeStat(node.name, node.op, int(start * 1e6), int(dt * 1e6), shapes))
+
+
+class _Missing:
+    def __repr__(self):
+        return "<not yet received>"
+
+
+_MISSING = _Missing()
+MISSING = _MISSING
+
+
+def _dataflow_graph(steps, feed_slots):
+    """consumers[i] and pending-input counts of each step, from slots and control edges."""
+    producer = {}
+    for i, (_, _, out, nout, _) in enumerate(steps):
+        for k in range(nout):
+            producer[out + k] = i
+    step_of_node = {}
+    for i, st in enumerate(steps):
+        step_of_node[st[4].name] = i  # the kernel step (after any deref step) wins
+    consumers = [[] for _ in steps]
+    pending = [0] * len(steps)
+    for i, (_, ins, _, _, node) in enumerate(steps):
+        deps = {producer[s] for s in ins if s in producer}
+        if step_of_node.get(node.name) == i:
+            deps |= {step_of_node[c] for c in node.control_inputs if c in step_of_node}
+            # A node's deref steps come before it and read its inputs.
+        deps.discard(i)
+        for d in deps:
+            consumers[d].append(i)
+        pending[i] = len(deps)
+    return consumers, pending
 
 
 def _describe(v):
@@ -192,53 +273,11 @@ class Executor:
         self._plans.clear()
 
 
-def _split_name(tensor_name: str):
-    op, _, idx = tensor_name.rpartition(":")
-    return op, int(idx)
-
-
 def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") -> Plan:
     """Prunes the graph to what fetches and targets need (stopping at feeds), orders it
     topologically and binds a kernel to every node."""
     fed = set(feeds)
-    needed: dict[str, object] = {}
-    order: list = []
-    # Iterative DFS (post-order) so deep graphs do not hit Python's recursion limit.
-    roots = [_split_name(f)[0] for f in fetches if f not in fed] + list(targets)
-    visiting = set()
-    for root in roots:
-        if root in needed:
-            continue
-        stack = [(root, False)]
-        while stack:
-            name, done = stack.pop()
-            if done:
-                visiting.discard(name)
-                if name not in needed:
-                    needed[name] = lookup(name)
-                    order.append(needed[name])
-                continue
-            if name in needed:
-                continue
-            if name in visiting:
-                raise errors.InvalidArgumentError(None, None, f"Graph has a cycle through node {name}")
-            try:
-                node = lookup(name)
-            except KeyError:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Node {name!r} is not in the graph (or not on this device)") from None
-            visiting.add(name)
-            stack.append((name, True))
-            for c in reversed(node.control_inputs):
-                if c not in needed:
-                    stack.append((c, False))
-            for inp in reversed(node.inputs):
-                if inp in fed:
-                    continue
-                src = _split_name(inp)[0]
-                if src not in needed:
-                    stack.append((src, False))
-
+    order = needed_nodes(lookup, fetches, feeds, targets)
     slot_of: dict[str, int] = {}
     n_slots = 0
     feed_slots = []
@@ -266,7 +305,7 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
         ins = []
         for pos, inp in enumerate(node.inputs):
             slot = slot_of[inp]
-            src = _split_name(inp)[0]
+            src = split_tensor_name(inp)[0]
             if src in ref_producers and inp not in fed and pos not in opdef.ref_inputs:
                 if slot not in deref_slot:
                     deref_slot[slot] = n_slots
@@ -287,5 +326,5 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
     fetch_slots, fetch_is_ref = [], []
     for f in fetches:
         fetch_slots.append(slot_of[f])
-        fetch_is_ref.append(f not in fed and _split_name(f)[0] in ref_producers)
+        fetch_is_ref.append(f not in fed and split_tensor_name(f)[0] in ref_producers)
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device)

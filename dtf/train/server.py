@@ -1,4 +1,95 @@
-"""tf.train: server."""
+"""tf.train.Server: one task of a cluster, hosting a master and a worker service."""
 from __future__ import annotations
 
-__all__: list = []
+import socket
+import threading
+
+from dtf.runtime.service import TaskService
+
+__all__ = ["Server"]
+
+_PROTOCOLS = ("grpc", "dtf", "grpc+dtf")
+
+
+class Server:
+    """An in-process server for one task (TF1's ``tf.train.Server``)."""
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
+                 config=None, start=True):
+        from dtf.train.cluster_spec import ClusterSpec
+
+        if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
+            sd = server_or_cluster_def
+            job_name = job_name or sd.get("job_name")
+            task_index = task_index if task_index is not None else sd.get("task_index")
+            protocol = protocol or sd.get("protocol")
+            server_or_cluster_def = sd["cluster"]
+        cluster = server_or_cluster_def if isinstance(server_or_cluster_def, ClusterSpec) \
+            else ClusterSpec(server_or_cluster_def)
+        if job_name is None:
+            if len(cluster.jobs) != 1:
+                raise ValueError("Must specify an explicit `job_name`.")
+            job_name = cluster.jobs[0]
+        if job_name not in cluster.jobs:
+            raise ValueError(f"No such job in cluster: {job_name!r}")
+        if task_index is None:
+            indices = cluster.task_indices(job_name)
+            if len(indices) != 1:
+                raise ValueError("Must specify an explicit `task_index`.")
+            task_index = indices[0]
+        protocol = protocol or "grpc"
+        if protocol not in _PROTOCOLS:
+            raise ValueError(f"Unsupported protocol {protocol!r}; use one of {', '.join(_PROTOCOLS)}")
+        self._cluster = cluster
+        self._job = job_name
+        self._index = int(task_index)
+        self._protocol = protocol
+        self._config = config
+        jobs = {j: {i: cluster.task_address(j, i) for i in cluster.task_indices(j)} for j in cluster.jobs}
+        self._address = jobs[job_name][self._index]
+        self._service = TaskService(jobs, job_name, self._index)
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    def start(self):
+        """Starts serving (idempotent)."""
+        self._service.start()
+
+    def join(self):
+        """Blocks until the server is stopped (forever, for a classic ps task)."""
+        while not self._stopped.wait(3600):
+            pass
+
+    def stop(self):
+        """Shuts the server down and frees its port (beyond TF1, which cannot stop)."""
+        self._service.stop()
+        self._stopped.set()
+
+    @property
+    def target(self) -> str:
+        return f"grpc://{self._address}"
+
+    @property
+    def server_def(self) -> dict:
+        return {"cluster": self._cluster.as_cluster_def(), "job_name": self._job,
+                "task_index": self._index, "protocol": self._protocol}
+
+    @staticmethod
+    def create_local_server(config=None, start=True):
+        """A single-task cluster on a free port of localhost."""
+        return Server({"localhost": [f"localhost:{free_port()}"]}, job_name="localhost",
+                      task_index=0, protocol="grpc", config=config, start=start)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

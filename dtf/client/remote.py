@@ -1,0 +1,193 @@
+"""The backend of ``tf.Session("grpc://host:port")``: a session on that task's master.
+
+When the task lives in this process (the seeds create a server and a session side by
+side) calls go straight to its master; otherwise they travel over ZeroMQ. The graph is
+sent once and then extended with the ops added since.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from dtf.framework import errors
+from dtf.framework.graph_def import node_def_of
+from dtf.runtime import service as _service
+from dtf.wire import transport
+from .config import DeviceStepStats, NodeExecStats, RunOptions
+
+log = logging.getLogger("dtf")
+
+_SCHEMES = ("grpc://", "dtf://", "grpc+dtf://", "tcp://")
+
+
+def parse_target(target: str) -> str:
+    """'grpc://host:port' (or dtf://, or a bare host:port) -> 'host:port'."""
+    t = target.decode() if isinstance(target, bytes) else str(target)
+    for s in _SCHEMES:
+        if t.startswith(s):
+            t = t[len(s):]
+            break
+    else:
+        if "://" in t:
+            raise errors.InvalidArgumentError(None, None, f"Unsupported session target {target!r}; "
+                                              "use grpc://host:port")
+    host, _, port = t.rpartition(":")
+    if not host or not port.isdigit():
+        raise errors.InvalidArgumentError(None, None, f"Bad session target {target!r}: expected "
+                                          "grpc://host:port")
+    return t
+
+
+def _connect_timeout_s(config) -> float:
+    if config is not None and config.operation_timeout_in_ms:
+        return config.operation_timeout_in_ms / 1000.0
+    return float(os.environ.get("DTF_CONNECT_TIMEOUT_S", "60"))
+
+
+class _MasterChannel:
+    """Calls one master, in-process or remote."""
+
+    def __init__(self, address, config):
+        self.address = address
+        self._config = config
+        self._client = None
+        self._connected = False
+
+    @property
+    def service(self):
+        return _service.in_process_service(self.address)
+
+    def call(self, msg, timeout_s=None):
+        svc = self.service
+        if svc is not None:
+            return svc.dispatch(msg)
+        if self._client is None:
+            self._client = transport.Client()
+        if not self._connected:
+            self._wait_for_master()
+        try:
+            reply = self._client.call(self.address, msg, timeout_s, on_wait=self._liveness())
+        except transport.Unreachable:
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out waiting for the master at {self.address}") from None
+        return transport.raise_for_error(reply)
+
+    def _wait_for_master(self):
+        bound = _connect_timeout_s(self._config)
+        start = time.monotonic()
+        last_log = start
+        while True:
+            try:
+                self._client.ping(self.address, min(2.0, max(bound, 0.1)))
+                self._connected = True
+                return
+            except transport.Unreachable:
+                now = time.monotonic()
+                if now - start >= bound:
+                    raise errors.UnavailableError(
+                        None, None, f"The master at {self.address} did not answer within "
+                        f"{bound:.0f} s: is its server running?") from None
+                if now - last_log >= 5:
+                    last_log = now
+                    log.warning("waiting for the master at %s", self.address)
+
+    def _liveness(self):
+        state = {"last": 0.0}
+
+        def on_wait(elapsed):
+            if elapsed - state["last"] < 2.0:
+                return
+            state["last"] = elapsed
+            try:
+                self._client.ping(self.address, 3.0)
+            except transport.Unreachable:
+                self._connected = False
+                raise errors.UnavailableError(
+                    None, None, f"The master at {self.address} stopped answering") from None
+
+        return on_wait
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _config_dict(config):
+    if config is None:
+        return {}
+    return {"allow_soft_placement": bool(config.allow_soft_placement),
+            "log_device_placement": bool(config.log_device_placement),
+            "device_filters": list(config.device_filters or []),
+            "operation_timeout_in_ms": int(config.operation_timeout_in_ms or 0)}
+
+
+class RemoteBackend:
+    def __init__(self, target, graph, config):
+        self._address = parse_target(target)
+        self._graph = graph
+        self._config = config
+        self._channel = _MasterChannel(self._address, config)
+        self._session = None
+        self._sent = 0
+
+    def _nodes_since(self, start):
+        ops = self._graph._nodes_in_order[start:]
+        in_process = self._channel.service is not None
+        return [node_def_of(op) if in_process else node_def_of(op).to_dict() for op in ops], len(ops)
+
+    def _ensure_session(self):
+        n_ops = len(self._graph._nodes_in_order)
+        if self._session is None:
+            nodes, count = self._nodes_since(0)
+            reply = self._channel.call({"type": "CreateSession", "nodes": nodes,
+                                        "config": _config_dict(self._config)})
+            self._session = reply["session"]
+            self._sent = count
+        elif n_ops > self._sent:
+            nodes, count = self._nodes_since(self._sent)
+            self._channel.call({"type": "ExtendSession", "session": self._session, "nodes": nodes})
+            self._sent += count
+
+    def run(self, fetches, feeds, targets, feed_values, options, run_metadata):
+        self._ensure_session()
+        timeout_ms = int(getattr(options, "timeout_in_ms", 0) or 0) or int(
+            self._config.operation_timeout_in_ms or 0)
+        trace = (options is not None and run_metadata is not None
+                 and getattr(options, "trace_level", 0) >= RunOptions.SOFTWARE_TRACE)
+        msg = {"type": "RunStep", "session": self._session, "fetches": list(fetches),
+               "feeds": dict(zip(feeds, feed_values)), "targets": list(targets),
+               "timeout_ms": timeout_ms, "trace": trace}
+        reply = self._channel.call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
+        if trace:
+            for dev in reply.get("stats", []):
+                run_metadata.step_stats.dev_stats.append(DeviceStepStats(device=dev["device"], node_stats=[
+                    NodeExecStats(node_name=s["node"], all_start_micros=s["start_us"],
+                                  op_end_rel_micros=s["dur_us"], all_end_rel_micros=s["dur_us"],
+                                  timeline_label=f"{s['node']} = {s['op']}()", output_shapes=s["shapes"])
+                    for s in dev["nodes"]]))
+        return reply["outputs"]
+
+    def list_devices(self):
+        from .local import _DeviceAttributes
+
+        reply = self._channel.call({"type": "ListDevices"})
+        return [_DeviceAttributes(d, d.rsplit(":", 2)[-2], 0) for d in reply["devices"]]
+
+    def close(self):
+        if self._session is not None:
+            try:
+                self._channel.call({"type": "CloseSession", "session": self._session}, timeout_s=2.0)
+            except (errors.OpError, Exception):  # noqa: BLE001 - closing must not raise
+                pass
+            self._session = None
+        self._channel.close()
+
+
+def reset(target, containers=None, config=None):
+    channel = _MasterChannel(parse_target(target), config)
+    try:
+        channel.call({"type": "ResetCluster", "containers": None if containers is None else list(containers)})
+    finally:
+        channel.close()

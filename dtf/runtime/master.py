@@ -1,0 +1,203 @@
+"""Master service: sessions over a graph; per (fetches, feeds, targets) it prunes, places,
+partitions and registers the partitions once, then each step is one RunGraph per partition.
+
+Tensors between partitions go worker to worker (push to the receiver's rendezvous); the
+master only forwards the client's feeds to the partitions that consume them and returns
+the fetches.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+from dtf.framework import errors
+from dtf.framework.graph_def import NodeDef
+from dtf.partition import partition
+from dtf.placement import ClusterView, place, task_of
+from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
+
+log = logging.getLogger("dtf")
+
+
+@dataclass
+class _Part:
+    task: str
+    device: str
+    handle: str
+    incarnation: int
+    feeds: tuple
+    fetches: tuple
+
+
+@dataclass
+class _StepPlan:
+    parts: list
+    fed_fetches: tuple  # fetches that are themselves fed: answered by the master
+
+
+class MasterSession:
+    def __init__(self, master, handle, nodes, config):
+        self.master = master
+        self.handle = handle
+        self.nodes: dict = {}
+        self.config = config or {}
+        self._plans: dict = {}
+        self._lock = threading.Lock()
+        self.extend(nodes)
+
+    def extend(self, nodes):
+        for n in nodes:
+            nd = n if isinstance(n, NodeDef) else NodeDef.from_dict(n)
+            self.nodes[nd.name] = nd
+
+    def _lookup(self, name):
+        return self.nodes[name]
+
+    def plan(self, fetches, feeds, targets) -> _StepPlan:
+        key = (fetches, feeds, targets)
+        sp = self._plans.get(key)
+        if sp is None:
+            with self._lock:
+                sp = self._plans.get(key)
+                if sp is None:
+                    sp = self._plans[key] = self._build(fetches, feeds, targets)
+        return sp
+
+    def invalidate(self):
+        with self._lock:
+            self._plans.clear()
+
+    def _build(self, fetches, feeds, targets) -> _StepPlan:
+        for f in fetches + feeds:
+            op = split_tensor_name(f)[0]
+            if op not in self.nodes:
+                raise errors.InvalidArgumentError(None, None, f"Tensor {f} is not in the session's graph")
+        nodes = needed_nodes(self._lookup, fetches, feeds, targets)
+        placement = place(nodes, self.master.cluster_view(),
+                          bool(self.config.get("allow_soft_placement")),
+                          tuple(self.config.get("device_filters") or ()))
+        if self.config.get("log_device_placement"):
+            for n in nodes:
+                log.warning("%s: (%s): %s", n.name, n.op, placement[n.name])
+        fed = set(feeds)
+        parts_nodes = partition(nodes, placement, feeds)
+        parts = []
+        for device, pnodes in sorted(parts_nodes.items()):
+            names = {n.name for n in pnodes}
+            p_feeds = sorted({t for n in pnodes for t in n.inputs if t in fed})
+            p_fetches = tuple(f for f in fetches if f not in fed and split_tensor_name(f)[0] in names)
+            task = task_of(device)
+            reply = self.master.peers.call(task, {"type": "RegisterGraph", "device": device,
+                                                  "nodes": [n.to_dict() for n in pnodes]})
+            parts.append(_Part(task, device, reply["handle"], reply["incarnation"], tuple(p_feeds),
+                               p_fetches))
+        # The session's own task runs last, on the calling thread (see run_step).
+        parts.sort(key=lambda p: p.task == self.master.task_name)
+        return _StepPlan(parts, tuple(f for f in fetches if f in fed))
+
+    def run_step(self, fetches, feeds: dict, targets, timeout_ms=0, trace=False):
+        feed_names = tuple(sorted(feeds))
+        sp = self.plan(tuple(fetches), feed_names, tuple(targets))
+        step_id = random.getrandbits(62)
+        msgs = []
+        for p in sp.parts:
+            msgs.append({"type": "RunGraph", "handle": p.handle, "step_id": step_id,
+                         "incarnation": p.incarnation, "feeds": {n: feeds[n] for n in p.feeds},
+                         "fetches": list(p.fetches), "timeout_ms": timeout_ms, "trace": trace})
+        replies = self.master.peers.call_all([(p.task, m) for p, m in zip(sp.parts, msgs)],
+                                             timeout_ms, step_id)
+        outputs = {f: feeds[f] for f in sp.fed_fetches}
+        stats = []
+        for p, r in zip(sp.parts, replies):
+            outputs.update(r["outputs"])
+            if trace:
+                stats.append({"device": p.device, "nodes": r.get("stats", [])})
+        return [outputs[f] for f in fetches], stats
+
+
+class Master:
+    def __init__(self, task_name, cluster, peers):
+        """``cluster``: job -> {task index: address}; ``peers`` reaches any task."""
+        self.task_name = task_name
+        self.cluster = cluster
+        self.peers = peers
+        self._sessions: dict = {}
+        self._handles = itertools.count(1)
+        self._lock = threading.Lock()
+        self.sessions_created = 0
+
+    def cluster_view(self) -> ClusterView:
+        job, task = _job_task(self.task_name)
+        return ClusterView({j: set(t) for j, t in self.cluster.items()}, job, task,
+                           self.peers.gpu_counts())
+
+    def create_session(self, msg):
+        handle = f"{self.task_name}#{next(self._handles)}-{random.getrandbits(32):08x}"
+        with self._lock:
+            self._sessions[handle] = MasterSession(self, handle, msg.get("nodes", []), msg.get("config"))
+            self.sessions_created += 1
+        return {"session": handle}
+
+    def _session(self, msg) -> MasterSession:
+        s = self._sessions.get(msg.get("session"))
+        if s is None:
+            raise errors.AbortedError(None, None, f"Session {msg.get('session')!r} is not found on "
+                                      f"{self.task_name}; the master may have restarted")
+        return s
+
+    def extend_session(self, msg):
+        self._session(msg).extend(msg.get("nodes", []))
+        return {}
+
+    def run_step(self, msg):
+        s = self._session(msg)
+        t0 = time.perf_counter()
+        try:
+            values, stats = s.run_step(msg.get("fetches", []), msg.get("feeds") or {},
+                                       msg.get("targets", []), msg.get("timeout_ms") or 0,
+                                       bool(msg.get("trace")))
+        except errors.AbortedError:
+            s.invalidate()  # a task restarted: register afresh next time
+            raise
+        reply = {"outputs": values}
+        if stats:
+            reply["stats"] = stats
+            reply["elapsed_us"] = int((time.perf_counter() - t0) * 1e6)
+        return reply
+
+    def close_session(self, msg):
+        with self._lock:
+            self._sessions.pop(msg.get("session"), None)
+        return {}
+
+    def reset(self, msg):
+        """Clears containers on every task of the cluster that answers."""
+        failed = []
+        for job, tasks in sorted(self.cluster.items()):
+            for idx in sorted(tasks):
+                task = f"/job:{job}/replica:0/task:{idx}"
+                try:
+                    self.peers.call(task, {"type": "Reset", "containers": msg.get("containers")},
+                                    timeout_s=5.0)
+                except errors.OpError as e:
+                    failed.append(f"{task}: {e.message}")
+        with self._lock:
+            for s in self._sessions.values():
+                s.invalidate()
+        return {"failed": failed}
+
+    def list_devices(self, msg=None):
+        devices = []
+        for job, tasks in sorted(self.cluster.items()):
+            for idx in sorted(tasks):
+                devices.append(f"/job:{job}/replica:0/task:{idx}/device:CPU:0")
+        return {"devices": devices}
+
+
+def _job_task(task_name):
+    parts = dict(p.split(":", 1) for p in task_name.strip("/").split("/"))
+    return parts["job"], int(parts["task"])

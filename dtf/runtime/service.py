@@ -1,0 +1,236 @@
+"""One task's services: a Worker and a Master behind one ZeroMQ ROUTER socket, plus
+``Peers``, the way both reach other tasks (directly when the task lives in this process,
+over ZeroMQ otherwise).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from dtf.framework import errors
+from dtf.runtime.master import Master
+from dtf.runtime.worker import Worker
+from dtf.wire import transport
+
+log = logging.getLogger("dtf")
+
+PING_EVERY_S = 2.0
+PING_TIMEOUT_S = 3.0
+LOG_WAIT_EVERY_S = 10.0
+
+# Services living in this process, by normalised address: calls to them skip the wire.
+_IN_PROCESS: dict = {}
+_IN_PROCESS_LOCK = threading.Lock()
+
+
+def normalize_address(address: str) -> str:
+    host, _, port = address.rpartition(":")
+    if host in ("localhost", "", "0.0.0.0"):
+        host = "127.0.0.1"
+    return f"{host}:{port}"
+
+
+def in_process_service(address: str):
+    return _IN_PROCESS.get(normalize_address(address))
+
+
+def task_name(job, index) -> str:
+    return f"/job:{job}/replica:0/task:{index}"
+
+
+class Peers:
+    """Reaches tasks by name: ``/job:ps/replica:0/task:0``."""
+
+    def __init__(self, cluster: dict, local_task: str, local_service=None, client=None):
+        self._addresses = {task_name(j, i): a for j, ts in cluster.items() for i, a in ts.items()}
+        self._local_task = local_task
+        self._local = local_service
+        self._client = client or transport.Client()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
+
+    def address(self, task):
+        try:
+            return self._addresses[task]
+        except KeyError:
+            raise errors.InvalidArgumentError(None, None, f"Task {task} is not in the cluster") from None
+
+    def _service(self, task):
+        if task == self._local_task and self._local is not None:
+            return self._local
+        return in_process_service(self.address(task))
+
+    def call(self, task, msg, timeout_s=None):
+        svc = self._service(task)
+        if svc is not None:
+            return svc.dispatch(msg)
+        address = self.address(task)
+        rid = self._send(task, address, msg)
+        return self._receive(task, address, rid, timeout_s)
+
+    def _send(self, task, address, msg):
+        try:
+            return self._client.send(address, msg)
+        except Exception as e:  # noqa: BLE001 - zmq errors on a closed context etc.
+            raise errors.UnavailableError(None, None, f"Cannot reach {task} at {address}: {e}") from None
+
+    def _receive(self, task, address, rid, timeout_s):
+        state = {"last_ping": 0.0, "last_log": 0.0}
+
+        def on_wait(elapsed):
+            if elapsed - state["last_log"] >= LOG_WAIT_EVERY_S:
+                state["last_log"] = elapsed
+                log.info("waiting for %s at %s (%.0f s)", task, address, elapsed)
+            if elapsed - state["last_ping"] >= PING_EVERY_S:
+                state["last_ping"] = elapsed
+                try:
+                    self._client.ping(address, PING_TIMEOUT_S)
+                except transport.Unreachable:
+                    raise errors.UnavailableError(
+                        None, None, f"Task {task} at {address} is not answering (it may have died "
+                        f"or never started)") from None
+
+        try:
+            reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait)
+        except transport.Unreachable:
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout_s:.1f} s waiting for {task} at {address}") from None
+        return transport.raise_for_error(reply)
+
+    def call_all(self, calls, timeout_ms, step_id):
+        """Runs one message per task concurrently (the last one on this thread); on any
+        error aborts the step everywhere and raises the root cause."""
+        timeout_s = None if not timeout_ms else timeout_ms / 1000.0 + 2.0
+        pending = []
+        for i, (task, msg) in enumerate(calls):
+            last = i == len(calls) - 1
+            svc = self._service(task)
+            if svc is not None:
+                if last:
+                    pending.append(("inline", task, svc, msg))
+                else:
+                    pending.append(("future", task, self._pool.submit(svc.dispatch, msg), None))
+            else:
+                address = self.address(task)
+                pending.append(("remote", task, address, self._send(task, address, msg)))
+        replies = [None] * len(calls)
+        first_error = None
+        # The inline partition (this task's) runs first: the others may wait on its sends.
+        order = sorted(range(len(pending)), key=lambda i: pending[i][0] != "inline")
+        for i in order:
+            kind, task, a, b = pending[i]
+            if first_error is not None and kind == "inline":
+                continue
+            try:
+                if kind == "inline":
+                    replies[i] = a.dispatch(b)
+                elif kind == "future":
+                    replies[i] = a.result()
+                else:
+                    replies[i] = self._receive(task, a, b, timeout_s)
+            except errors.OpError as e:
+                if first_error is None:
+                    first_error = e
+                    self._abort_step(calls, step_id, e, skip=task)
+                    break
+        if first_error is not None:
+            raise first_error
+        return replies
+
+    def _abort_step(self, calls, step_id, error, skip):
+        msg = {"type": "AbortStep", "step_id": step_id, "code": errors.CANCELLED,
+               "message": f"Step cancelled because another task failed: {error.message.splitlines()[0]}"}
+        for task, _ in calls:
+            if task == skip:
+                continue
+            svc = self._service(task)
+            try:
+                if svc is not None:
+                    svc.dispatch(dict(msg))
+                else:
+                    self._client.push(self.address(task), dict(msg))
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+
+    def push_tensor(self, task, step_id, key, value):
+        svc = self._service(task)
+        if svc is not None:
+            svc.worker.rendezvous.put(step_id, key, value)
+            return
+        self._client.push(self.address(task), {"type": "Tensor", "step_id": step_id, "key": key,
+                                               "tensor": value})
+
+    def gpu_counts(self):
+        return {}
+
+    def close(self):
+        self._pool.shutdown(wait=False)
+        self._client.close()
+
+
+class TaskService:
+    """The master and worker of one task, served on the task's address."""
+
+    def __init__(self, cluster: dict, job: str, index: int, security=None, max_message_bytes=None):
+        self.cluster = cluster
+        self.job = job
+        self.index = index
+        self.task = task_name(job, index)
+        self.address = cluster[job][index]
+        self.peers = Peers(cluster, self.task, self, transport.Client(security))
+        self.worker = Worker(self.task, self.peers.push_tensor)
+        self.master = Master(self.task, cluster, self.peers)
+        self._handlers = {
+            "RegisterGraph": self.worker.register_graph,
+            "RunGraph": self.worker.run_graph,
+            "DeregisterGraph": self.worker.deregister_graph,
+            "Reset": self.worker.reset,
+            "Status": self.status,
+            "CreateSession": self.master.create_session,
+            "ExtendSession": self.master.extend_session,
+            "RunStep": self.master.run_step,
+            "CloseSession": self.master.close_session,
+            "ResetCluster": self.master.reset,
+            "ListDevices": self.master.list_devices,
+        }
+        self._inline = {
+            "Ping": lambda msg: {"ok": True, "incarnation": self.worker.incarnation, "task": self.task},
+            "Tensor": self.worker.tensor_push,
+            "AbortStep": self.worker.abort_step,
+        }
+        self._loop = transport.ServerLoop(self.address, self._handlers, self._inline, self.task,
+                                          security, max_message_bytes=max_message_bytes)
+        self._running = False
+
+    def start(self):
+        if self._running:
+            return
+        self._running = True
+        with _IN_PROCESS_LOCK:
+            _IN_PROCESS[normalize_address(self.address)] = self
+        self._loop.start()
+
+    def dispatch(self, msg):
+        """Handles a message from this process (no encoding); raises OpErrors."""
+        mtype = msg.get("type")
+        fn = self._handlers.get(mtype) or self._inline.get(mtype)
+        if fn is None:
+            raise errors.UnimplementedError(None, None, f"unknown message type {mtype!r}")
+        reply = fn(msg)
+        return {} if reply is None else reply
+
+    def status(self, msg=None):
+        s = self.worker.status()
+        s.update({"job": self.job, "index": self.index, "address": self.address,
+                  "sessions": self.master.sessions_created,
+                  "messages": self._loop.messages_served, "time": time.time()})
+        return s
+
+    def stop(self):
+        with _IN_PROCESS_LOCK:
+            if _IN_PROCESS.get(normalize_address(self.address)) is self:
+                del _IN_PROCESS[normalize_address(self.address)]
+        self._loop.stop()
+        self.peers.close()
+        self._running = False

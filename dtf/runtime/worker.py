@@ -1,0 +1,116 @@
+"""Worker service: registers partitions, runs them per step, holds the task's resources.
+
+Methods take and return plain message dicts (the ZeroMQ loop is a thin shell around them,
+and masters in the same process call them directly).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import threading
+import time
+
+import dtf.ops.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
+from dtf.framework import errors
+from dtf.framework.device_spec import DeviceSpec
+from dtf.framework.graph_def import NodeDef
+from dtf.runtime.executor import ExecState, Executor, StepContext
+from dtf.runtime.rendezvous import RendezvousManager
+from dtf.runtime.resources import ResourceManager
+
+
+class Worker:
+    def __init__(self, task_name: str, send_tensor=None):
+        """``task_name`` like '/job:worker/replica:0/task:1'; ``send_tensor(task, step_id,
+        key, value)`` delivers a tensor to another task's rendezvous."""
+        self.task_name = task_name
+        self.incarnation = random.getrandbits(62) | 1
+        self.started = time.time()
+        self.resources = ResourceManager()
+        self.state = ExecState(self.resources)
+        self.rendezvous = RendezvousManager(send_tensor, task_name)
+        self._graphs: dict = {}
+        self._handles = itertools.count(1)
+        self._lock = threading.Lock()
+        self.steps_run = 0
+        self.last_error = ""
+        self.gpu_count = 0
+
+    # -- partitions --------------------------------------------------------------------
+    def register_graph(self, msg):
+        nodes = [n if isinstance(n, NodeDef) else NodeDef.from_dict(n) for n in msg["nodes"]]
+        device = msg["device"]
+        spec = DeviceSpec.from_string(device)
+        executor = Executor(spec.device_type or "CPU", device)
+        executor.add_nodes(nodes)
+        targets = tuple(n.name for n in nodes)
+        handle = f"{self.incarnation:x}-{next(self._handles)}"
+        with self._lock:
+            self._graphs[handle] = (executor, targets)
+        return {"handle": handle, "incarnation": self.incarnation}
+
+    def deregister_graph(self, msg):
+        with self._lock:
+            self._graphs.pop(msg["handle"], None)
+        return {}
+
+    def run_graph(self, msg):
+        """Runs one registered partition for one step: feeds in, fetches out."""
+        if msg.get("incarnation") not in (None, self.incarnation):
+            raise errors.AbortedError(None, None, f"{self.task_name} has restarted since the graph "
+                                      "was registered (incarnation changed)")
+        entry = self._graphs.get(msg["handle"])
+        if entry is None:
+            raise errors.AbortedError(None, None, f"Graph handle {msg['handle']!r} is not found on "
+                                      f"{self.task_name}; the task may have restarted")
+        executor, targets = entry
+        feeds = msg.get("feeds") or {}
+        feed_names = tuple(sorted(feeds))
+        fetches = tuple(msg.get("fetches") or ())
+        plan = executor.plan(fetches, feed_names, targets)
+        step_id = msg["step_id"]
+        deadline = None
+        if msg.get("timeout_ms"):
+            deadline = time.monotonic() + msg["timeout_ms"] / 1000.0
+        ctx = StepContext(self.state, step_id, self.rendezvous.step(step_id), deadline,
+                          executor.device, self.task_name)
+        stats = [] if msg.get("trace") else None
+        try:
+            values = plan.run(ctx, [feeds[n] for n in feed_names], stats)
+        except errors.OpError as e:
+            self.last_error = e.message.splitlines()[0][:300]
+            raise
+        finally:
+            self.rendezvous.finish(step_id)
+        self.steps_run += 1
+        reply = {"outputs": dict(zip(fetches, values))}
+        if stats is not None:
+            reply["stats"] = [{"node": s.node_name, "op": s.op, "start_us": s.all_start_micros,
+                               "dur_us": s.op_end_rel_micros, "shapes": s.output_shapes} for s in stats]
+        return reply
+
+    # -- step control --------------------------------------------------------------------
+    def tensor_push(self, msg):
+        self.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
+
+    def abort_step(self, msg):
+        err = errors.from_code(msg.get("code", errors.CANCELLED), msg.get("message", "step aborted"))
+        self.rendezvous.abort(msg["step_id"], err)
+        return {}
+
+    def reset(self, msg):
+        containers = msg.get("containers")
+        self.resources.clear(containers)
+        if containers is None:
+            self.state.reset_rngs()
+        return {}
+
+    def status(self, msg=None):
+        import resource as _resource
+
+        rss_kb = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss
+        return {"task": self.task_name, "incarnation": self.incarnation, "pid": os.getpid(),
+                "uptime_s": time.time() - self.started, "steps": self.steps_run,
+                "graphs": len(self._graphs), "max_rss_kb": rss_kb, "last_error": self.last_error,
+                "variables": sum(1 for _ in self.resources.variables()), "gpus": self.gpu_count}

@@ -1,0 +1,155 @@
+"""Wire encoding: one JSON header frame plus one raw frame per tensor.
+
+Nothing received is unpickled or evaluated. The header is JSON (UTF-8); inside it, a
+tensor is a reference ``{"@t": i, "dtype": name, "shape": [...]}`` to data frame ``i``;
+DTypes are ``{"@d": name}``; bytes are ``{"@b": base64}``. Numeric tensors travel as
+their raw little-endian buffer (C order), sent without copies (zmq ``copy=False``).
+String tensors travel as one frame of concatenated bytes plus their lengths in the header.
+
+See docs/protocol.md for the message catalogue.
+"""
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+
+from dtf.framework import dtypes
+
+PROTOCOL_VERSION = 1
+MAX_HEADER_BYTES = 64 << 20
+
+
+class WireError(ValueError):
+    """A malformed, truncated or oversized message."""
+
+
+_NP_BY_NAME = {d.name: np.dtype(d.as_numpy_dtype) for d in dtypes.ALL if d.name != "string"}
+
+
+def encode(header: dict, max_frame_bytes: int | None = None) -> list:
+    """Encodes a message (dict with plain data, DTypes, bytes and numpy arrays) into frames."""
+    frames: list = [b""]
+    body = _pack(header, frames)
+    frames[0] = json.dumps(body, separators=(",", ":")).encode()
+    return frames
+
+
+def _pack(obj, frames):
+    if isinstance(obj, np.ndarray):
+        return _pack_tensor(obj, frames)
+    if isinstance(obj, dict):
+        return {str(k): _pack(v, frames) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_pack(v, frames) for v in obj]
+    if isinstance(obj, dtypes.DType):
+        return {"@d": obj.name}
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"@b": base64.b64encode(bytes(obj)).decode()}
+    if isinstance(obj, np.generic):
+        return _pack_tensor(np.asarray(obj), frames)
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise TypeError(f"cannot put a {type(obj).__name__} on the wire")
+
+
+def _pack_tensor(arr: np.ndarray, frames):
+    idx = len(frames)
+    if arr.dtype == object or arr.dtype.kind in "US":
+        items = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.reshape(-1)]
+        frames.append(b"".join(items))
+        return {"@t": idx, "dtype": "string", "shape": list(arr.shape), "lens": [len(i) for i in items]}
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    name = dtypes.as_dtype(arr.dtype).name
+    frames.append(memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b"")
+    return {"@t": idx, "dtype": name, "shape": list(arr.shape)}
+
+
+def decode(frames, max_message_bytes: int | None = None) -> dict:
+    """Decodes frames (bytes or zmq.Frame) into a message dict; WireError on bad input."""
+    if not frames:
+        raise WireError("empty message")
+    head = _buffer(frames[0])
+    if len(head) > MAX_HEADER_BYTES:
+        raise WireError(f"header of {len(head)} bytes exceeds the limit of {MAX_HEADER_BYTES}")
+    if max_message_bytes is not None:
+        total = sum(len(_buffer(f)) for f in frames)
+        if total > max_message_bytes:
+            raise WireError(f"message of {total} bytes exceeds the limit of {max_message_bytes}")
+    try:
+        body = json.loads(bytes(head).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise WireError(f"header is not valid JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise WireError("header must be a JSON object")
+    return _unpack(body, frames, 0)
+
+
+def _buffer(frame):
+    if isinstance(frame, (bytes, bytearray, memoryview)):
+        return memoryview(frame)
+    return frame.buffer  # zmq.Frame
+
+
+def _unpack(obj, frames, depth):
+    if depth > 64:
+        raise WireError("message nesting too deep")
+    if isinstance(obj, dict):
+        if "@t" in obj:
+            return _unpack_tensor(obj, frames)
+        if "@d" in obj:
+            try:
+                return dtypes.as_dtype(obj["@d"])
+            except TypeError:
+                raise WireError(f"unknown dtype {obj['@d']!r}") from None
+        if "@b" in obj:
+            try:
+                return base64.b64decode(obj["@b"], validate=True)
+            except (ValueError, TypeError):
+                raise WireError("bad base64 bytes") from None
+        return {k: _unpack(v, frames, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_unpack(v, frames, depth + 1) for v in obj]
+    return obj
+
+
+def _unpack_tensor(ref, frames):
+    try:
+        idx = int(ref["@t"])
+        dtype = ref["dtype"]
+        shape = [int(d) for d in ref["shape"]]
+    except (KeyError, TypeError, ValueError):
+        raise WireError("malformed tensor reference") from None
+    if not 0 < idx < len(frames):
+        raise WireError(f"tensor frame {idx} missing (message has {len(frames)} frames)")
+    if any(d < 0 for d in shape) or len(shape) > 32:
+        raise WireError(f"bad tensor shape {shape}")
+    n = 1
+    for d in shape:
+        n *= d
+    buf = _buffer(frames[idx])
+    if dtype == "string":
+        lens = ref.get("lens")
+        if not isinstance(lens, list) or len(lens) != n or sum(lens) != len(buf) or any(
+                not isinstance(x, int) or x < 0 for x in lens):
+            raise WireError("string tensor lengths do not match its frame")
+        out = np.empty(n, dtype=object)
+        raw = bytes(buf)
+        pos = 0
+        for i, ln in enumerate(lens):
+            out[i] = raw[pos:pos + ln]
+            pos += ln
+        return out.reshape(shape)
+    npd = _NP_BY_NAME.get(dtype)
+    if npd is None:
+        raise WireError(f"unknown tensor dtype {dtype!r}")
+    if len(buf) != n * npd.itemsize:
+        raise WireError(f"tensor frame has {len(buf)} bytes, expected {n * npd.itemsize} for "
+                        f"{dtype}{shape}")
+    if n == 0:
+        return np.zeros(shape, dtype=npd)
+    # Zero-copy view of the received frame. Received frames are read-only: kernels never
+    # mutate inputs, and variables replace (not mutate) their arrays.
+    return np.frombuffer(buf, dtype=npd).reshape(shape)

@@ -1,0 +1,295 @@
+"""ZeroMQ transport: a request/reply client with per-thread sockets, and a server loop.
+
+This is the only module that imports zmq. Messages are dicts encoded by ``codec``; every
+request carries an ``id`` that its reply echoes, so a late reply to an abandoned request
+is recognised and dropped. After a failed or timed-out call the socket is discarded, so
+nothing queued for a dead peer is delivered to its next incarnation.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import zmq
+
+from dtf.framework import errors
+from . import codec
+
+log = logging.getLogger("dtf.wire")
+
+_ids = itertools.count(1)
+_POLL_SLICE_MS = 500
+
+
+def tcp_endpoint(address: str) -> str:
+    """'host:port' -> 'tcp://host:port' (localhost resolved to 127.0.0.1)."""
+    host, _, port = address.rpartition(":")
+    if host in ("localhost", ""):
+        host = "127.0.0.1"
+    return f"tcp://{host}:{port}"
+
+
+def context() -> zmq.Context:
+    return zmq.Context.instance()
+
+
+class Unreachable(Exception):
+    """The peer did not answer in time (the caller names the task)."""
+
+
+class Client:
+    """Synchronous requests to servers, one DEALER socket per (thread, address)."""
+
+    def __init__(self, security=None):
+        self._local = threading.local()
+        self._security = security
+        self._all_sockets: list = []
+        self._lock = threading.Lock()
+
+    def _socket(self, address, kind="rpc"):
+        socks = getattr(self._local, "socks", None)
+        if socks is None:
+            socks = self._local.socks = {}
+        key = (address, kind)
+        s = socks.get(key)
+        if s is None:
+            s = context().socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            if self._security is not None:
+                self._security.configure_client(s)
+            s.connect(tcp_endpoint(address))
+            socks[key] = s
+            with self._lock:
+                self._all_sockets.append(s)
+        return s
+
+    def _discard(self, address, kind="rpc"):
+        socks = getattr(self._local, "socks", {})
+        s = socks.pop((address, kind), None)
+        if s is not None:
+            s.close(0)
+
+    def send(self, address, header, kind="rpc"):
+        """Sends a request; returns its id. The reply is read with ``receive``."""
+        rid = next(_ids)
+        header["id"] = rid
+        self._socket(address, kind).send_multipart(codec.encode(header), copy=False)
+        return rid
+
+    def receive(self, address, rid, timeout_s, kind="rpc", on_wait=None):
+        """Waits for the reply to ``rid``; raises Unreachable after ``timeout_s``.
+
+        ``on_wait(elapsed_s)`` runs every poll slice while waiting (liveness checks); it
+        may raise to abandon the wait.
+        """
+        s = self._socket(address, kind)
+        start = time.monotonic()
+        deadline = None if timeout_s is None else start + timeout_s
+        while True:
+            wait_ms = _POLL_SLICE_MS
+            if deadline is not None:
+                wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000)))
+            if s.poll(wait_ms, zmq.POLLIN):
+                frames = s.recv_multipart(copy=False)
+                try:
+                    reply = codec.decode(frames)
+                except codec.WireError as e:
+                    log.warning("dropping malformed reply from %s: %s", address, e)
+                    continue
+                if reply.get("id") == rid:
+                    return reply
+                continue  # a late reply to an abandoned request
+            if deadline is not None and time.monotonic() >= deadline:
+                self._discard(address, kind)
+                raise Unreachable(address)
+            if on_wait is not None:
+                try:
+                    on_wait(time.monotonic() - start)
+                except BaseException:
+                    self._discard(address, kind)
+                    raise
+
+    def call(self, address, header, timeout_s=None, kind="rpc", on_wait=None):
+        rid = self.send(address, header, kind)
+        return self.receive(address, rid, timeout_s, kind, on_wait)
+
+    def ping(self, address, timeout_s):
+        """A Ping on its own socket: answered by the peer's I/O thread even when busy."""
+        return self.call(address, {"type": "Ping"}, timeout_s, kind="ping")
+
+    def push(self, address, header):
+        """One-way message (no reply), e.g. a tensor for a peer's rendezvous."""
+        header["id"] = 0
+        self._socket(address, "push").send_multipart(codec.encode(header), copy=False)
+
+    def close(self):
+        with self._lock:
+            for s in self._all_sockets:
+                s.close(0)
+            self._all_sockets.clear()
+        self._local = threading.local()
+
+
+class ServerLoop:
+    """Serves one ROUTER socket. ``handlers[type](msg) -> reply dict`` run on a thread
+    pool; ``inline[type](msg) -> reply dict | None`` run on the I/O thread (fast, never
+    blocking: pings and tensor pushes). Handler exceptions become error replies."""
+
+    def __init__(self, address, handlers, inline, task_name, security=None, max_workers=16,
+                 max_message_bytes=None):
+        self.address = address
+        self._handlers = handlers
+        self._inline = inline
+        self._task = task_name
+        self._max_bytes = max_message_bytes
+        self._ctx = context()
+        self._router = self._ctx.socket(zmq.ROUTER)
+        self._router.setsockopt(zmq.LINGER, 0)
+        if security is not None:
+            security.configure_server(self._router)
+        try:
+            self._router.bind(tcp_endpoint(address))
+        except zmq.ZMQError as e:
+            self._router.close(0)
+            raise errors.UnknownError(
+                None, None, f"Could not start server for {task_name} at {address}: {e.strerror}"
+                + (" (the address is already in use)" if e.errno == zmq.EADDRINUSE else "")) from None
+        self._reply_endpoint = f"inproc://dtf-replies-{id(self)}-{os.getpid()}"
+        self._replies = self._ctx.socket(zmq.PULL)
+        self._replies.bind(self._reply_endpoint)
+        self._wake_endpoint = f"inproc://dtf-wake-{id(self)}-{os.getpid()}"
+        self._wake = self._ctx.socket(zmq.PULL)
+        self._wake.bind(self._wake_endpoint)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"dtf-{task_name}")
+        self._push_local = threading.local()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name=f"dtf-io-{task_name}", daemon=True)
+        self.messages_served = 0
+
+    def start(self):
+        self._thread.start()
+
+    def _reply_socket(self):
+        s = getattr(self._push_local, "s", None)
+        if s is None:
+            s = self._ctx.socket(zmq.PUSH)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(self._reply_endpoint)
+            self._push_local.s = s
+        return s
+
+    def _loop(self):
+        poller = zmq.Poller()
+        poller.register(self._router, zmq.POLLIN)
+        poller.register(self._replies, zmq.POLLIN)
+        poller.register(self._wake, zmq.POLLIN)
+        while not self._stopping:
+            try:
+                events = dict(poller.poll(1000))
+            except zmq.ZMQError:
+                break
+            if self._replies in events:
+                while True:
+                    try:
+                        frames = self._replies.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    self._router.send_multipart(frames, copy=False)
+            if self._router in events:
+                while True:
+                    try:
+                        frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    self._on_message(frames)
+        self._close_sockets()
+
+    def _on_message(self, frames):
+        self.messages_served += 1
+        ident, body = frames[0], frames[1:]
+        try:
+            msg = codec.decode(body, self._max_bytes)
+        except codec.WireError as e:
+            log.warning("%s: refused a malformed message: %s", self._task, e)
+            self._send_now(ident, _error_reply(None, errors.InvalidArgumentError(
+                None, None, f"malformed message refused by {self._task}: {e}"), self._task))
+            return
+        mtype = msg.get("type")
+        rid = msg.get("id")
+        fn = self._inline.get(mtype)
+        if fn is not None:
+            try:
+                reply = fn(msg)
+            except Exception as e:  # noqa: BLE001 - reported to the caller
+                reply = _error_reply(rid, e, self._task)
+            if reply is not None and rid:
+                reply["id"] = rid
+                self._send_now(ident, reply)
+            return
+        fn = self._handlers.get(mtype)
+        if fn is None:
+            log.warning("%s: unknown message type %r", self._task, mtype)
+            self._send_now(ident, _error_reply(rid, errors.UnimplementedError(
+                None, None, f"unknown message type {mtype!r} (protocol v{codec.PROTOCOL_VERSION})"),
+                self._task))
+            return
+        self._pool.submit(self._run_handler, fn, msg, ident, rid)
+
+    def _run_handler(self, fn, msg, ident, rid):
+        try:
+            reply = fn(msg)
+            if reply is None:
+                reply = {}
+            reply.setdefault("ok", True)
+        except Exception as e:  # noqa: BLE001
+            if not isinstance(e, errors.OpError):
+                log.exception("%s: handler for %s failed", self._task, msg.get("type"))
+            reply = _error_reply(rid, e, self._task)
+        reply["id"] = rid
+        try:
+            frames = codec.encode(reply)
+        except TypeError as e:
+            frames = codec.encode(_error_reply(rid, e, self._task))
+        self._reply_socket().send_multipart([ident] + frames, copy=False)
+
+    def _send_now(self, ident, reply):
+        self._router.send_multipart([ident] + codec.encode(reply), copy=False)
+
+    def stop(self):
+        if self._stopping:
+            return
+        self._stopping = True
+        s = self._ctx.socket(zmq.PUSH)
+        s.setsockopt(zmq.LINGER, 0)
+        s.connect(self._wake_endpoint)
+        s.send(b"")
+        s.close()
+        self._thread.join(5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _close_sockets(self):
+        for s in (self._router, self._replies, self._wake):
+            s.close(0)
+
+
+def _error_reply(rid, e, task):
+    if isinstance(e, errors.OpError):
+        code = e.error_code
+        msg = e.message
+    else:
+        code = errors.INTERNAL if not isinstance(e, (ValueError, TypeError)) else errors.INVALID_ARGUMENT
+        msg = f"{type(e).__name__}: {e}"
+    return {"id": rid, "ok": False, "code": code, "message": msg, "task": task}
+
+
+def raise_for_error(reply, default_task=""):
+    """Turns an error reply into the tf.errors class it names."""
+    if reply.get("ok", True):
+        return reply
+    code = reply.get("code", errors.UNKNOWN)
+    raise errors.from_code(code if isinstance(code, int) else errors.UNKNOWN,
+                           str(reply.get("message", "remote error")))

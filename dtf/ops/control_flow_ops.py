@@ -1,6 +1,8 @@
 """Control flow: no_op, group, tuple, with_dependencies."""
 from __future__ import annotations
 
+import builtins
+
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
 
@@ -35,7 +37,7 @@ def group(*inputs, **kwargs):
         raise TypeError(f"Unknown keyword arguments: {', '.join(kwargs)}")
     flat = []
     for i in inputs:
-        if isinstance(i, (list, tuple)):
+        if isinstance(i, (list, builtins.tuple)):  # `tuple` is tf.tuple below
             flat.extend(i)
         elif i is not None:
             flat.append(i)

@@ -1,4 +1,256 @@
-"""CPU kernels: state ops."""
+"""CPU kernels of the state ops: variables, assignments, training updates, checkpoints.
+
+A variable's value is replaced, never mutated in place (readers keep their snapshot), and
+every read-modify-write holds the variable's lock so concurrent updates are never lost.
+"""
 from __future__ import annotations
 
-from dtf.kernels.registry import register_kernel  # noqa: F401
+import contextlib
+
+import numpy as np
+
+from dtf.framework import errors
+from dtf.framework.op_registry import get_op_def
+from dtf.kernels.registry import register_kernel
+from dtf.runtime import checkpoint_io
+from dtf.runtime.resources import as_array
+
+
+def _fmt(shape):
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+@register_kernel("VariableV2", "CPU")
+def variable_v2(node):
+    a = node.attrs
+    key = (a.get("container", ""), a.get("shared_name") or node.name)
+    shape = a.get("shape")
+    return lambda ctx: ctx.resources.variable(key[0], key[1], a["dtype"], shape)
+
+
+def _declared_shape(ref):
+    """The shape assignments must match: the declared one, else the current value's."""
+    if ref.shape is not None and all(d is not None for d in ref.shape):
+        return tuple(ref.shape)
+    return None if ref.value is None else ref.value.shape
+
+
+@register_kernel("Assign", "CPU")
+def assign(node):
+    validate = node.attrs.get("validate_shape", True)
+
+    def compute(ctx, ref, value):
+        value = as_array(value, ref.dtype)
+        with ref.lock:
+            want = _declared_shape(ref) if validate else None
+            if want is not None and tuple(want) != value.shape:
+                raise errors.InvalidArgumentError(
+                    node.name, None, "Assign requires shapes of both tensors to match. "
+                    f"lhs shape= {_fmt(want)} rhs shape= {_fmt(value.shape)}")
+            ref.value = value
+        return value
+
+    return compute
+
+
+def _update_kernel(fn):
+    def factory(node):
+        def compute(ctx, ref, value):
+            with ref.lock:
+                old = ref.read()
+                if old.shape != np.shape(value):
+                    raise errors.InvalidArgumentError(
+                        node.name, None, f"{node.op} requires shapes of both tensors to match. "
+                        f"lhs shape= {_fmt(old.shape)} rhs shape= {_fmt(np.shape(value))}")
+                new = fn(old, value).astype(old.dtype, copy=False)
+                ref.value = new
+            return new
+
+        return compute
+
+    return factory
+
+
+register_kernel("AssignAdd", "CPU")(_update_kernel(np.add))
+register_kernel("AssignSub", "CPU")(_update_kernel(np.subtract))
+
+
+@register_kernel("IsVariableInitialized", "CPU")
+def is_variable_initialized(node):
+    return lambda ctx, ref: np.asarray(ref.initialized)
+
+
+@register_kernel("ValueOrInitial", "CPU")
+def value_or_initial(node):
+    def compute(ctx, ref, initial):
+        v = ref.value
+        return initial if v is None else v
+
+    return compute
+
+
+@register_kernel("SelectUninitialized", "CPU")
+def select_uninitialized(node):
+    names = [n.encode() if isinstance(n, str) else n for n in node.attrs["names"]]
+
+    def compute(ctx, *flags):
+        out = [n for n, ok in zip(names, flags) if not bool(ok)]
+        arr = np.empty(len(out), dtype=object)
+        arr[:] = out
+        return arr
+
+    return compute
+
+
+# -- training updates: TF's formulas, one pure function per op ---------------------------
+def _gradient_descent(a, var, alpha, delta):
+    return (var - alpha * delta,)
+
+
+def _momentum(a, var, accum, lr, grad, momentum):
+    accum = accum * momentum + grad
+    if a.get("use_nesterov"):
+        return var - (grad * lr + accum * momentum * lr), accum
+    return var - lr * accum, accum
+
+
+def _adam(a, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    m = m + (grad - m) * (1 - beta1)
+    v = v + (grad * grad - v) * (1 - beta2)
+    if a.get("use_nesterov"):
+        step = (grad * (1 - beta1) + beta1 * m) * lr_t / (np.sqrt(v) + epsilon)
+    else:
+        step = m * lr_t / (np.sqrt(v) + epsilon)
+    return var - step, m, v
+
+
+def _adagrad(a, var, accum, lr, grad):
+    if a.get("update_slots", True):
+        accum = accum + grad * grad
+    return var - lr * grad / np.sqrt(accum), accum
+
+
+def _rms_prop(a, var, ms, mom, lr, rho, momentum, epsilon, grad):
+    ms = ms + (grad * grad - ms) * (1 - rho)
+    mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
+    return var - mom, ms, mom
+
+
+def _centered_rms_prop(a, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    mg = mg + (grad - mg) * (1 - rho)
+    ms = ms + (grad * grad - ms) * (1 - rho)
+    mom = mom * momentum + lr * grad / np.sqrt(ms - mg * mg + epsilon)
+    return var - mom, mg, ms, mom
+
+
+UPDATES = {
+    "ApplyGradientDescent": _gradient_descent, "ApplyMomentum": _momentum,
+    "ApplyAdam": _adam, "ApplyAdagrad": _adagrad, "ApplyRMSProp": _rms_prop,
+    "ApplyCenteredRMSProp": _centered_rms_prop,
+}
+
+
+@contextlib.contextmanager
+def _locked(refs):
+    with contextlib.ExitStack() as stack:
+        seen = set()
+        for r in refs:
+            if id(r) not in seen:
+                seen.add(id(r))
+                stack.enter_context(r.lock)
+        yield
+
+
+def _apply_factory(update):
+    def factory(node):
+        attrs = node.attrs
+        n_refs = len(get_op_def(node.op).ref_inputs)
+
+        def compute(ctx, *inputs):
+            refs, args = inputs[:n_refs], inputs[n_refs:]
+            with _locked(refs):
+                olds = [r.read() for r in refs]
+                dt = olds[0].dtype
+                for x in args:
+                    if np.ndim(x) and np.shape(x) != olds[0].shape:
+                        raise errors.InvalidArgumentError(
+                            node.name, None, f"var and grad do not have the same shape"
+                            f"{_fmt(olds[0].shape)} {_fmt(np.shape(x))}")
+                news = update(attrs, *olds, *[np.asarray(x, dtype=dt) for x in args])
+                for r, new in zip(refs, news):
+                    r.value = np.asarray(new, dtype=dt)
+                return refs[0].value
+
+        return compute
+
+    return factory
+
+
+for _op, _fn in UPDATES.items():
+    register_kernel(_op, "CPU")(_apply_factory(_fn))
+
+
+# -- checkpoints ---------------------------------------------------------------------
+def _text(x) -> str:
+    v = np.asarray(x, dtype=object).reshape(-1)[0] if np.ndim(x) else np.asarray(x, dtype=object).item()
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _texts(x) -> list:
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in np.asarray(x, dtype=object).reshape(-1)]
+
+
+@register_kernel("SaveV2", "CPU")
+def save_v2(node):
+    def compute(ctx, prefix, names, slices, *tensors):
+        names = _texts(names)
+        if len(names) != len(tensors):
+            raise errors.InvalidArgumentError(
+                node.name, None, f"Got {len(names)} tensor names but {len(tensors)} tensors")
+        try:
+            checkpoint_io.write(_text(prefix), names, tensors)
+        except FileNotFoundError as e:
+            raise errors.NotFoundError(node.name, None, f"{e.strerror}: {e.filename}") from None
+        except PermissionError as e:
+            raise errors.PermissionDeniedError(node.name, None, f"{e.strerror}: {e.filename}") from None
+
+    return compute
+
+
+@register_kernel("RestoreV2", "CPU")
+def restore_v2(node):
+    want = node.attrs["dtypes"]
+
+    def compute(ctx, prefix, names, slices):
+        prefix = _text(prefix)
+        index = checkpoint_io.read_index(prefix)
+        out = []
+        for name, dt in zip(_texts(names), want):
+            arr = checkpoint_io.read_tensor(prefix, index, name)
+            stored = index["tensors"][name]["dtype"]
+            if stored != dt.name:
+                raise errors.InvalidArgumentError(
+                    node.name, None, f"tensor_name = {name}; expected dtype {dt.name} does not "
+                    f"equal original dtype {stored}")
+            out.append(arr)
+        return out[0] if len(out) == 1 else tuple(out)
+
+    return compute
+
+
+@register_kernel("MergeV2Checkpoints", "CPU")
+def merge_v2_checkpoints(node):
+    def compute(ctx, *inputs):
+        checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+
+    return compute
+
+
+@register_kernel("ShardedFilename", "CPU")
+def sharded_filename(node):
+    def compute(ctx, basename, shard, num_shards):
+        return np.asarray(f"{_text(basename)}-{int(shard):05d}-of-{int(num_shards):05d}".encode(),
+                          dtype=object)
+
+    return compute

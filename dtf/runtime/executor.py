@@ -101,7 +101,7 @@ class Plan:
         for slot, v in zip(self.feed_slots, feed_values):
             vals[slot] = v
         if self.dataflow is not None:
-            self._run_dataflow(ctx, vals)
+            self._run_dataflow(ctx, vals, stats)
         elif stats is None:
             for compute, ins, out, nout, node in self.steps:
                 try:
@@ -121,7 +121,7 @@ class Plan:
             out.append(v.read() if is_ref else v)
         return out
 
-    def _run_dataflow(self, ctx, vals):
+    def _run_dataflow(self, ctx, vals, stats=None):
         """Runs steps as their inputs become ready. A receive whose tensor has not arrived
         is parked instead of blocking, so partitions that exchange tensors in both
         directions cannot deadlock whatever their local order."""
@@ -149,6 +149,7 @@ class Plan:
                         continue
                     vals[out] = value
                 else:
+                    start = time.time() if stats is not None else 0.0
                     try:
                         if nout == 1:
                             vals[out] = compute(ctx, *[vals[j] for j in ins])
@@ -158,6 +159,9 @@ class Plan:
                             vals[out:out + nout] = compute(ctx, *[vals[j] for j in ins])
                     except Exception as e:  # noqa: BLE001
                         raise _op_failure(e, node, [vals[j] for j in ins], ctx) from e
+                    if stats is not None:
+                        stats.append(NodeStat(node.name, node.op, int(start * 1e6),
+                                              int((time.time() - start) * 1e6), []))
             remaining -= 1
             for c in consumers[i]:
                 pending[c] -= 1

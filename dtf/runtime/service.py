@@ -69,6 +69,10 @@ class Peers:
         rid = self._send(task, address, msg)
         return self._receive(task, address, rid, timeout_s)
 
+    def _call_remote(self, task, msg, timeout_s):
+        address = self.address(task)
+        return self._receive(task, address, self._send(task, address, msg), timeout_s)
+
     def _send(self, task, address, msg):
         try:
             return self._client.send(address, msg)
@@ -99,43 +103,51 @@ class Peers:
         return transport.raise_for_error(reply)
 
     def call_all(self, calls, timeout_ms, step_id):
-        """Runs one message per task concurrently (the last one on this thread); on any
-        error aborts the step everywhere and raises the root cause."""
+        """Runs one message per task concurrently (this task's on the calling thread); the
+        first error aborts the step on every task, so no partition waits forever for a
+        tensor that will never come, and is raised as the root cause."""
         timeout_s = None if not timeout_ms else timeout_ms / 1000.0 + 2.0
-        pending = []
-        for i, (task, msg) in enumerate(calls):
-            last = i == len(calls) - 1
-            svc = self._service(task)
-            if svc is not None:
-                if last:
-                    pending.append(("inline", task, svc, msg))
-                else:
-                    pending.append(("future", task, self._pool.submit(svc.dispatch, msg), None))
-            else:
-                address = self.address(task)
-                pending.append(("remote", task, address, self._send(task, address, msg)))
-        replies = [None] * len(calls)
-        first_error = None
-        # The inline partition (this task's) runs first: the others may wait on its sends.
-        order = sorted(range(len(pending)), key=lambda i: pending[i][0] != "inline")
-        for i in order:
-            kind, task, a, b = pending[i]
-            if first_error is not None and kind == "inline":
-                continue
+        failure: list = []
+
+        def fail(task, e):
+            if not failure:
+                failure.append(e)
+                self._abort_step(calls, step_id, e, skip=task)
+
+        def collect(task, wait):
             try:
-                if kind == "inline":
-                    replies[i] = a.dispatch(b)
-                elif kind == "future":
-                    replies[i] = a.result()
-                else:
-                    replies[i] = self._receive(task, a, b, timeout_s)
+                return wait()
             except errors.OpError as e:
-                if first_error is None:
-                    first_error = e
-                    self._abort_step(calls, step_id, e, skip=task)
-                    break
-        if first_error is not None:
-            raise first_error
+                fail(task, e)
+                raise
+
+        futures = []
+        inline = None
+        for i, (task, msg) in enumerate(calls):
+            svc = self._service(task)
+            if svc is not None and task == self._local_task and inline is None:
+                inline = (i, task, svc, msg)
+                continue
+            if svc is not None:
+                futures.append((i, self._pool.submit(collect, task, lambda s=svc, m=msg: s.dispatch(m))))
+            else:
+                # Sockets are per thread: the pool thread both sends and receives.
+                futures.append((i, self._pool.submit(
+                    collect, task, lambda t=task, m=msg: self._call_remote(t, m, timeout_s))))
+        replies = [None] * len(calls)
+        if inline is not None:
+            i, task, svc, msg = inline
+            try:
+                replies[i] = svc.dispatch(msg)
+            except errors.OpError as e:
+                fail(task, e)
+        for i, f in futures:
+            try:
+                replies[i] = f.result()
+            except errors.OpError:
+                pass
+        if failure:
+            raise _root_cause(failure[0])
         return replies
 
     def _abort_step(self, calls, step_id, error, skip):
@@ -167,6 +179,10 @@ class Peers:
     def close(self):
         self._pool.shutdown(wait=False)
         self._client.close()
+
+
+def _root_cause(e):
+    return e
 
 
 class TaskService:

@@ -1,0 +1,187 @@
+"""The seeds' multi-process programs and the runtime's error rules, on real processes."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+import zmq
+
+import dtf as tf
+from dtf.framework import errors
+
+pytestmark = pytest.mark.cluster
+
+
+def test_create_local_server_hello():
+    c = tf.constant("Hello, distributed TensorFlow!")
+    server = tf.train.Server.create_local_server()
+    try:
+        assert server.target.startswith("grpc://localhost:")
+        sess = tf.Session(server.target)
+        assert sess.run(c) == b"Hello, distributed TensorFlow!"
+        sess.close()
+    finally:
+        server.stop()
+
+
+def test_238_over_two_task_processes(make_cluster):
+    cl = make_cluster(local=2).start_all()
+    x = tf.constant(2)
+    with tf.device("/job:local/task:1"):
+        y2 = x - 66
+    with tf.device("/job:local/task:0"):
+        y1 = x + 300
+        y = y1 + y2
+    with tf.Session(cl.target("local", 0)) as sess:
+        assert sess.run(y) == 238
+        assert sess.run(y) == 238  # the cached partitions run again
+
+
+def test_fed_mean_split_over_two_tasks(make_cluster):
+    cl = make_cluster(local=2).start_all()
+    x = tf.placeholder(tf.float32, 100)
+    with tf.device("/job:local/task:1"):
+        first_batch = tf.slice(x, [0], [50])
+        mean1 = tf.reduce_mean(first_batch)
+    with tf.device("/job:local/task:0"):
+        second_batch = tf.slice(x, [50], [-1])
+        mean2 = tf.reduce_mean(second_batch)
+        mean = (mean1 + mean2) / 2
+    data = np.random.random(100).astype(np.float32)
+    with tf.Session(cl.target("local", 0)) as sess:
+        assert sess.run(mean, feed_dict={x: data}) == pytest.approx(float(data.mean()), rel=1e-5)
+
+
+def test_client_in_a_third_process_talks_to_remote_master(make_cluster):
+    cl = make_cluster(worker=2).start_all()
+    a = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with tf.device("/job:worker/task:0"):
+        b = a * 2.0
+    with tf.device("/job:worker/task:1"):
+        c = tf.reduce_sum(b, axis=1)
+    with tf.Session(cl.target("worker", 1)) as sess:
+        np.testing.assert_allclose(sess.run(c), [6.0, 24.0])
+
+
+def test_remote_op_error_keeps_class_and_names_op_and_task(make_cluster):
+    cl = make_cluster(local=2).start_all()
+    idx = tf.placeholder(tf.int32, [])
+    with tf.device("/job:local/task:1"):
+        params = tf.constant([1.0, 2.0, 3.0])
+        g = tf.gather(params, idx, name="pick")
+    with tf.Session(cl.target("local", 0)) as sess:
+        assert sess.run(g, {idx: 1}) == 2.0
+        with pytest.raises(errors.InvalidArgumentError) as e:
+            sess.run(g, {idx: 7})
+        assert "pick" in str(e.value) and "/job:local/replica:0/task:1" in str(e.value)
+        assert sess.run(g, {idx: 2}) == 3.0  # the tasks keep serving
+
+
+def test_unknown_job_fails_at_run_listing_jobs(make_cluster):
+    cl = make_cluster(local=1).start_all()
+    with tf.device("/job:nope/task:0"):
+        v = tf.constant(1) + 1
+    with tf.Session(cl.target("local", 0)) as sess:
+        with pytest.raises(errors.InvalidArgumentError, match="nope.*jobs: local"):
+            sess.run(v)
+
+
+def test_missing_task_not_used_by_the_graph_does_not_block(make_cluster):
+    cl = make_cluster(worker=2, ps=1)
+    cl.start("worker", 0)  # worker 1 and ps 0 never start
+    with tf.device("/job:worker/task:0"):
+        v = tf.constant(40) + 2
+    with tf.Session(cl.target("worker", 0)) as sess:
+        assert sess.run(v) == 42
+
+
+def test_dead_task_is_reported_by_name(make_cluster):
+    cl = make_cluster(worker=1, ps=1)
+    cl.start("worker", 0)  # ps 0 is in the cluster but never started
+    with tf.device("/job:ps/task:0"):
+        w = tf.constant(3.0)
+    with tf.device("/job:worker/task:0"):
+        y = w * 2.0
+    with tf.Session(cl.target("worker", 0)) as sess:
+        with pytest.raises(errors.UnavailableError, match=r"/job:ps/replica:0/task:0.*" + cl.jobs["ps"][0]):
+            sess.run(y)
+
+
+def test_step_timeout_names_the_task(make_cluster):
+    cl = make_cluster(worker=2)
+    cl.start("worker", 0)
+    frozen = cl.start("worker", 1)
+    with tf.device("/job:worker/task:1"):
+        a = tf.constant(1.0) + 1.0
+    with tf.device("/job:worker/task:0"):
+        b = a * 3.0
+    with tf.Session(cl.target("worker", 0)) as sess:
+        assert sess.run(b) == 6.0
+        os.kill(frozen.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises((errors.DeadlineExceededError, errors.UnavailableError), match="task:1"):
+                sess.run(b, options=tf.RunOptions(timeout_in_ms=300))
+        finally:
+            os.kill(frozen.pid, signal.SIGCONT)
+
+
+def test_restarted_task_aborts_the_next_step_then_recovers(make_cluster):
+    cl = make_cluster(worker=2).start_all()
+    with tf.device("/job:worker/task:1"):
+        a = tf.constant(5.0) * 2.0
+    with tf.device("/job:worker/task:0"):
+        b = a + 1.0
+    with tf.Session(cl.target("worker", 0)) as sess:
+        assert sess.run(b) == 11.0
+        cl.tasks[("worker", 1)].kill()
+        cl.start("worker", 1)
+        with pytest.raises((errors.AbortedError, errors.UnavailableError)):
+            sess.run(b)
+        assert sess.run(b) == 11.0  # partitions registered afresh
+
+
+def test_step_stats_cover_every_task(make_cluster):
+    cl = make_cluster(local=2).start_all()
+    x = tf.constant(2)
+    with tf.device("/job:local/task:1"):
+        y2 = x - 66
+    with tf.device("/job:local/task:0"):
+        y = x + 300 + y2
+    md = tf.RunMetadata()
+    with tf.Session(cl.target("local", 0)) as sess:
+        sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    devices = {d.device for d in md.step_stats.dev_stats}
+    assert devices == {"/job:local/replica:0/task:0/device:CPU:0", "/job:local/replica:0/task:1/device:CPU:0"}
+    names = {n.node_name for d in md.step_stats.dev_stats for n in d.node_stats}
+    assert "sub" in names and "add_1" in names
+
+
+def test_malformed_messages_get_an_error_reply_and_the_server_keeps_serving(make_cluster):
+    cl = make_cluster(local=1).start_all()
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect("tcp://" + cl.jobs["local"][0])
+    try:
+        for bad in ([b"\xff\xfe not json"], [b'{"type": "RunGraph", "id": 5}'], [b'{"type": "Nope", "id": 6}'],
+                    [b'{"type": "Tensor", "id": 7, "t": {"@t": 3, "dtype": "float32", "shape": [4]}}']):
+            s.send_multipart(bad)
+            assert s.poll(5000), f"no reply to {bad!r}"
+            reply = s.recv_multipart()
+            assert b'"ok":false' in reply[0]
+        x = tf.constant(20) + 22
+        with tf.Session(cl.target("local", 0)) as sess:
+            assert sess.run(x) == 42
+    finally:
+        s.close()
+
+
+def test_port_in_use_is_a_clear_error():
+    server = tf.train.Server.create_local_server()
+    try:
+        addr = server.target[len("grpc://"):]
+        with pytest.raises(errors.OpError, match=addr.split(":")[1]):
+            tf.train.Server({"local": [addr]}, job_name="local", task_index=0)
+    finally:
+        server.stop()

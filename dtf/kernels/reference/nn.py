@@ -1,6 +1,286 @@
-"""Reference semantics: nn ops."""
+"""Reference semantics: nn ops (activations, softmax, cross-entropy, bias, conv2d, pooling).
+
+Images are NHWC. Window geometry (output size and padding) follows TF exactly: SAME gives
+ceil(in / stride) outputs and puts the odd padding pixel after (bottom/right).
+"""
 from __future__ import annotations
 
-import numpy as np  # noqa: F401
+import numpy as np
 
-from .table import REFERENCE, reference  # noqa: F401
+from dtf.framework import errors
+
+from .table import REFERENCE, reference
+
+
+# -- window geometry (shared by shape inference and every conv/pool kernel) -------------------
+def window_geometry(in_size, k, stride, padding):
+    """(out_size, pad_before, pad_after) of one spatial dimension, as TF computes them."""
+    if padding == "VALID":
+        out = (in_size - k) // stride + 1 if in_size >= k else 0
+        return out, 0, 0
+    out = -(-in_size // stride)
+    total = max((out - 1) * stride + k - in_size, 0)
+    return out, total // 2, total - total // 2
+
+
+def spatial_geometry(in_hw, k_hw, strides, padding):
+    """((oh, ow), (pad_top, pad_left), (pad_bottom, pad_right)) for NHWC windows."""
+    (oh, pt, pb), (ow, pl, pr) = (window_geometry(in_hw[i], k_hw[i], strides[i + 1], padding)
+                                  for i in (0, 1))
+    return (oh, ow), (pt, pl), (pb, pr)
+
+
+def _attrs_geometry(attrs, x_shape, k_hw):
+    return spatial_geometry(x_shape[1:3], k_hw, attrs["strides"], attrs["padding"])
+
+
+def _windows(xp, oh, ow, kh, kw, strides):
+    """Yields ((p, q), view) for each kernel offset: the [n, oh, ow, c] strided view of the
+    padded input that offset (p, q) reads."""
+    sh, sw = strides[1], strides[2]
+    for p in range(kh):
+        for q in range(kw):
+            yield (p, q), xp[:, p:p + (oh - 1) * sh + 1:sh, q:q + (ow - 1) * sw + 1:sw, :]
+
+
+def _crop(xp, pads_before, shape):
+    (pt, pl) = pads_before
+    return xp[:, pt:pt + shape[1], pl:pl + shape[2], :]
+
+
+def _padded_shape(x_shape, out_hw, k_hw, strides):
+    """A padded buffer just big enough for every window (VALID may leave input unread)."""
+    return (x_shape[0], (out_hw[0] - 1) * strides[1] + k_hw[0],
+            (out_hw[1] - 1) * strides[2] + k_hw[1], x_shape[3])
+
+
+def _pad_to(x, pads_before, full_shape, value=0):
+    """x placed at ``pads_before`` inside a buffer of ``full_shape`` (cropping any excess)."""
+    out = np.full(full_shape, value, dtype=x.dtype)
+    (pt, pl) = pads_before
+    h = min(x.shape[1], full_shape[1] - pt)
+    w = min(x.shape[2], full_shape[2] - pl)
+    out[:, pt:pt + h, pl:pl + w, :] = x[:, :h, :w, :]
+    return out
+
+
+def lowest(dtype):
+    """The value padding takes in max pooling: it never wins a window."""
+    return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+
+
+# -- activations ------------------------------------------------------------------------------
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS = {
+    "Relu": lambda a, x: np.maximum(x, np.zeros((), x.dtype)),
+    "Relu6": lambda a, x: np.clip(x, 0, 6).astype(x.dtype),
+    "LeakyRelu": lambda a, x: np.where(x > 0, x, x * np.asarray(a.get("alpha", 0.2), x.dtype)),
+    "Elu": lambda a, x: np.where(x < 0, np.expm1(np.minimum(x, 0)), x).astype(x.dtype),
+    "Softplus": lambda a, x: np.logaddexp(np.zeros((), x.dtype), x).astype(x.dtype),
+    "Softsign": lambda a, x: (x / (1 + np.abs(x))).astype(x.dtype),
+}
+# grad op -> d(activation) as a function of (attrs, incoming gradient, features or outputs)
+ACTIVATION_GRADS = {
+    "ReluGrad": lambda a, g, f: g * (f > 0),
+    "Relu6Grad": lambda a, g, f: g * ((f > 0) & (f < 6)),
+    "LeakyReluGrad": lambda a, g, f: np.where(f > 0, g, g * np.asarray(a.get("alpha", 0.2), g.dtype)),
+    "EluGrad": lambda a, g, y: np.where(y < 0, g * (y + 1), g),
+    "SoftplusGrad": lambda a, g, f: g * _sigmoid(f),
+    "SoftsignGrad": lambda a, g, f: g / np.square(1 + np.abs(f)),
+}
+for _op, _fn in {**ACTIVATIONS, **ACTIVATION_GRADS}.items():
+    REFERENCE[_op] = (lambda fn: lambda attrs, *xs: np.asarray(fn(attrs, *xs)).astype(xs[0].dtype, copy=False))(_fn)
+
+
+# -- softmax and cross-entropy ------------------------------------------------------------------
+def _log_softmax(x):
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+
+
+@reference("Softmax")
+def _softmax(attrs, x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return (e / np.sum(e, axis=-1, keepdims=True)).astype(x.dtype)
+
+
+@reference("LogSoftmax")
+def _log_softmax_ref(attrs, x):
+    return _log_softmax(x).astype(x.dtype)
+
+
+def check_xent_shapes(logits, labels):
+    if logits.ndim != 2 or logits.shape != labels.shape:
+        raise ValueError(f"logits and labels must be same size: logits_size={list(logits.shape)} "
+                         f"labels_size={list(labels.shape)}")
+
+
+@reference("SoftmaxCrossEntropyWithLogits")
+def _softmax_xent(attrs, logits, labels):
+    check_xent_shapes(logits, labels)
+    log_p = _log_softmax(logits)
+    loss = -np.sum(labels * log_p, axis=-1)
+    return loss.astype(logits.dtype), (np.exp(log_p) - labels).astype(logits.dtype)
+
+
+def check_sparse_xent(logits, labels):
+    """Shapes must pair one label with each row of logits, and every label must index a
+    class (TF's runtime check, naming the label and the range)."""
+    if logits.ndim != 2 or labels.shape != logits.shape[:1]:
+        raise ValueError(f"logits and labels must have the same first dimension, got logits shape "
+                         f"{list(logits.shape)} and labels shape {list(labels.shape)}")
+    num_classes = logits.shape[1]
+    bad = (labels < 0) | (labels >= num_classes)
+    if np.any(bad):
+        raise errors.InvalidArgumentError(
+            None, None, f"Received a label value of {int(labels[bad][0])} which is outside the valid "
+            f"range of [0, {num_classes}).  Label values: {' '.join(str(int(v)) for v in labels)}")
+
+
+@reference("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_softmax_xent(attrs, logits, labels):
+    check_sparse_xent(logits, labels)
+    log_p = _log_softmax(logits)
+    rows = np.arange(logits.shape[0])
+    backprop = np.exp(log_p)
+    backprop[rows, labels] -= 1
+    return (-log_p[rows, labels]).astype(logits.dtype), backprop.astype(logits.dtype)
+
+
+@reference("InTopKV2")
+def _in_top_k(attrs, predictions, targets, k):
+    n, classes = predictions.shape
+    valid = (targets >= 0) & (targets < classes)
+    target_pred = predictions[np.arange(n), np.where(valid, targets, 0)]
+    # Ties straddling the boundary count as in the top k: only strictly larger ones push out.
+    larger = np.sum(predictions > target_pred[:, None], axis=1)
+    return valid & np.isfinite(target_pred) & (larger < int(k))
+
+
+# -- bias and l2 ------------------------------------------------------------------------------------
+def _channel_axis(attrs, ndim):
+    return 1 if attrs.get("data_format", "NHWC") == "NCHW" else ndim - 1
+
+
+@reference("BiasAdd")
+def _bias_add(attrs, x, bias):
+    axis = _channel_axis(attrs, x.ndim)
+    if x.shape[axis] != bias.shape[0]:
+        raise ValueError(f"Must provide as many biases as the channel dimension of the input "
+                         f"tensor: {list(bias.shape)} vs. {list(x.shape)}")
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    return x + bias.reshape(shape)
+
+
+@reference("BiasAddGrad")
+def _bias_add_grad(attrs, g):
+    axis = _channel_axis(attrs, g.ndim)
+    return np.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis)).astype(g.dtype)
+
+
+@reference("L2Loss")
+def _l2_loss(attrs, x):
+    return np.asarray(np.sum(np.square(x)) / 2, dtype=x.dtype)
+
+
+# -- conv2d -----------------------------------------------------------------------------------------
+def check_conv_shapes(x_shape, w_shape):
+    if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[3] != w_shape[2]:
+        raise ValueError(f"input depth must match filter depth: input {list(x_shape)} vs. "
+                         f"filter {list(w_shape)}")
+
+
+@reference("Conv2D")
+def conv2d(attrs, x, w):
+    check_conv_shapes(x.shape, w.shape)
+    kh, kw = w.shape[:2]
+    out_hw, before, _ = _attrs_geometry(attrs, x.shape, (kh, kw))
+    xp = _pad_to(x, before, _padded_shape(x.shape, out_hw, (kh, kw), attrs["strides"]))
+    out = np.zeros((x.shape[0], *out_hw, w.shape[3]), x.dtype)
+    for (p, q), view in _windows(xp, *out_hw, kh, kw, attrs["strides"]):
+        out += view @ w[p, q]
+    return out
+
+
+@reference("Conv2DBackpropInput")
+def conv2d_backprop_input(attrs, input_sizes, w, dy):
+    shape = tuple(int(d) for d in input_sizes)
+    check_conv_shapes(shape, w.shape)
+    kh, kw = w.shape[:2]
+    out_hw, before, _ = _attrs_geometry(attrs, shape, (kh, kw))
+    dxp = np.zeros(_padded_shape(shape, out_hw, (kh, kw), attrs["strides"]), dy.dtype)
+    for (p, q), view in _windows(dxp, *out_hw, kh, kw, attrs["strides"]):
+        view += dy @ w[p, q].T
+    return _pad_to(_crop(dxp, before, shape), (0, 0), shape)
+
+
+@reference("Conv2DBackpropFilter")
+def conv2d_backprop_filter(attrs, x, filter_sizes, dy):
+    shape = tuple(int(d) for d in filter_sizes)
+    check_conv_shapes(x.shape, shape)
+    kh, kw = shape[:2]
+    out_hw, before, _ = _attrs_geometry(attrs, x.shape, (kh, kw))
+    xp = _pad_to(x, before, _padded_shape(x.shape, out_hw, (kh, kw), attrs["strides"]))
+    dw = np.zeros(shape, dy.dtype)
+    for (p, q), view in _windows(xp, *out_hw, kh, kw, attrs["strides"]):
+        dw[p, q] = np.tensordot(view, dy, axes=([0, 1, 2], [0, 1, 2]))
+    return dw
+
+
+# -- pooling ------------------------------------------------------------------------------------------
+def _pool_geometry(attrs, x_shape):
+    k_hw = tuple(attrs["ksize"][1:3])
+    out_hw, before, _ = _attrs_geometry(attrs, x_shape, k_hw)
+    return k_hw, out_hw, before, _padded_shape(x_shape, out_hw, k_hw, attrs["strides"])
+
+
+@reference("MaxPool")
+def max_pool(attrs, x):
+    k_hw, out_hw, before, full = _pool_geometry(attrs, x.shape)
+    xp = _pad_to(x, before, full, lowest(x.dtype))
+    views = [v for _, v in _windows(xp, *out_hw, *k_hw, attrs["strides"])]
+    return np.max(np.stack(views), axis=0).astype(x.dtype)
+
+
+@reference("MaxPoolGrad")
+def max_pool_grad(attrs, x, y, dy):
+    """The gradient goes to the first maximum of each window in row-major order (TF CPU)."""
+    k_hw, out_hw, before, full = _pool_geometry(attrs, x.shape)
+    xp = _pad_to(x, before, full, lowest(x.dtype))
+    dxp = np.zeros(full, dy.dtype)
+    windows = list(_windows(dxp, *out_hw, *k_hw, attrs["strides"]))
+    winner = np.argmax(np.stack([v for _, v in _windows(xp, *out_hw, *k_hw, attrs["strides"])]), axis=0)
+    for i, (_, view) in enumerate(windows):
+        view += np.where(winner == i, dy, 0)
+    return _pad_to(_crop(dxp, before, x.shape), (0, 0), x.shape)
+
+
+def _avg_counts(x_shape, attrs):
+    """Number of real (unpadded) inputs under each output window."""
+    k_hw, out_hw, before, full = _pool_geometry(attrs, x_shape)
+    ones = _pad_to(np.ones((1, *x_shape[1:3], 1)), before, (1, *full[1:3], 1))
+    return sum(v for _, v in _windows(ones, *out_hw, *k_hw, attrs["strides"]))
+
+
+@reference("AvgPool")
+def avg_pool(attrs, x):
+    k_hw, out_hw, before, full = _pool_geometry(attrs, x.shape)
+    xp = _pad_to(x, before, full)
+    total = sum(v.astype(np.float64) for _, v in _windows(xp, *out_hw, *k_hw, attrs["strides"]))
+    return (total / _avg_counts(x.shape, attrs)).astype(x.dtype)
+
+
+@reference("AvgPoolGrad")
+def avg_pool_grad(attrs, orig_input_shape, dy):
+    shape = tuple(int(d) for d in orig_input_shape)
+    k_hw, out_hw, before, full = _pool_geometry(attrs, shape)
+    share = dy / _avg_counts(shape, attrs)
+    dxp = np.zeros(full, dy.dtype)
+    for _, view in _windows(dxp, *out_hw, *k_hw, attrs["strides"]):
+        view += share.astype(dy.dtype)
+    return _pad_to(_crop(dxp, before, shape), (0, 0), shape)

@@ -8,6 +8,7 @@ Kernels must not mutate their inputs: values may be shared with variables or fee
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from dtf.framework import errors
@@ -63,11 +64,19 @@ def simple(fn):
     return factory
 
 
+_load_lock = threading.Lock()
+
+
 def _ensure_loaded():
+    """Imports the kernel modules once; other threads wait until registration is complete."""
     global _loaded
-    if not _loaded:
-        _loaded = True
-        from dtf.kernels import cpu  # noqa: F401  (registers the CPU kernels)
+    if _loaded:
+        return
+    with _load_lock:
+        if not _loaded:
+            from dtf.kernels import cpu  # noqa: F401  (registers the CPU kernels)
+
+            _loaded = True
 
 
 def has_kernel(op_type, device_type, dtype=None) -> bool:

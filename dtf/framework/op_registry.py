@@ -20,7 +20,7 @@ class OpDef:
     ValueError for a shape that can never work (TF's graph-construction errors).
     ``ref_inputs`` are input positions that take a variable handle instead of its value;
     such ops are colocated with the variable. ``ref_output`` marks ops whose output 0 is
-    a handle (variables). ``stateful`` ops are never pruned into constants or deduplicated.
+    a handle (variables); ``forwards_ref`` ops (Identity) pass a handle through unread. ``stateful`` ops are never pruned into constants or deduplicated.
     """
 
     type: str
@@ -28,6 +28,7 @@ class OpDef:
     stateful: bool = False
     ref_inputs: tuple = ()
     ref_output: bool = False
+    forwards_ref: bool = False
     defined_at: str = field(default="", compare=False)
 
 
@@ -42,13 +43,15 @@ def _where() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def register_op(op_type: str, *, stateful=False, ref_inputs=(), ref_output=False):
+def register_op(op_type: str, *, stateful=False, ref_inputs=(), ref_output=False,
+                forwards_ref=False):
     """Decorator: registers ``infer`` as the shape/dtype function of ``op_type``."""
 
     def deco(infer):
         if op_type in _OP_DEFS:
             raise KeyError(f"op {op_type!r} registered twice; first at {_OP_DEFS[op_type].defined_at}")
-        _OP_DEFS[op_type] = OpDef(op_type, infer, stateful, tuple(ref_inputs), ref_output, _where())
+        _OP_DEFS[op_type] = OpDef(op_type, infer, stateful, tuple(ref_inputs), ref_output,
+                                    forwards_ref, _where())
         return infer
 
     return deco

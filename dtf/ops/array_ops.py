@@ -94,7 +94,7 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's sign
                             name=name or "PlaceholderWithDefault")
 
 
-register_op("Identity")(same_as_input)
+register_op("Identity", forwards_ref=True)(same_as_input)
 
 
 def identity(input, name=None):  # noqa: A002

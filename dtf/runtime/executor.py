@@ -289,10 +289,14 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
         slot_of[f] = n_slots
         feed_slots.append(n_slots)
         n_slots += 1
+    # Nodes whose output is a variable handle: variables, and ops that forward a handle
+    # (Identity: TF's `v/read` aliases the variable's buffer, so a consumer that runs after
+    # an assignment sees the new value; we reproduce that by dereferencing at the consumer).
     ref_producers = set()
     for node in order:
         opdef = get_op_def(node.op)
-        if opdef.ref_output:
+        if opdef.ref_output or (opdef.forwards_ref and node.inputs and node.inputs[0] not in fed
+                                and split_tensor_name(node.inputs[0])[0] in ref_producers):
             ref_producers.add(node.name)
         base = n_slots
         n_out = len(node.output_dtypes)
@@ -303,19 +307,19 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
         n_slots += n_out
 
     steps = []
-    deref_slot: dict[int, int] = {}
     for node in order:
         opdef = get_op_def(node.op)
+        passes_ref = node.name in ref_producers and opdef.forwards_ref
         ins = []
         for pos, inp in enumerate(node.inputs):
             slot = slot_of[inp]
             src = split_tensor_name(inp)[0]
-            if src in ref_producers and inp not in fed and pos not in opdef.ref_inputs:
-                if slot not in deref_slot:
-                    deref_slot[slot] = n_slots
-                    steps.append((_deref, (slot,), n_slots, 1, node))
-                    n_slots += 1
-                slot = deref_slot[slot]
+            if (src in ref_producers and inp not in fed and pos not in opdef.ref_inputs
+                    and not (passes_ref and pos == 0)):
+                # One read per consumer, at the consumer's turn (never shared).
+                steps.append((_deref, (slot,), n_slots, 1, node))
+                slot = n_slots
+                n_slots += 1
             ins.append(slot)
         try:
             kdef = kernel_registry.lookup(node.op, device_type, node.dtype_key)

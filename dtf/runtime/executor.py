@@ -67,6 +67,11 @@ class StepContext:
     def rng(self, node_name, seed, seed2):
         return self.state.rng(node_name, seed, seed2)
 
+    def aborted(self):
+        """The error the step was aborted with (another partition failed), else None:
+        kernels that block poll it so they never outlive their step."""
+        return getattr(self.rendezvous, "_error", None)
+
 
 def _deref(ctx, handle):
     return handle.read()

@@ -12,10 +12,15 @@ import time
 from dtf.framework import errors
 from dtf.runtime.executor import MISSING
 
+IDLE_SLICE_S = 0.05
+
 
 class StepRendezvous:
     def __init__(self, step_id, send_remote=None, local_task=""):
         self.step_id = step_id
+        # Called (outside the lock) every IDLE_SLICE_S while a receive waits: the master
+        # uses it to notice a failed or dead peer while its own partition is blocked.
+        self.on_idle = None
         self._items: dict = {}
         self._cond = threading.Condition()
         self._error = None
@@ -46,21 +51,25 @@ class StepRendezvous:
 
     def wait_any(self, parked: dict, deadline=None):
         """Blocks until one of the parked keys arrives: returns (step index, value)."""
-        with self._cond:
-            while True:
+        while True:
+            with self._cond:
                 if self._error is not None:
                     raise self._error
                 for key, idx in parked.items():
                     if key in self._items:
                         return idx, self._items.pop(key)
-                timeout = None
+                timeout = IDLE_SLICE_S
                 if deadline is not None:
-                    timeout = deadline - time.monotonic()
-                    if timeout <= 0:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
                         waiting = ", ".join(_describe_key(k) for k in parked)
                         raise errors.DeadlineExceededError(
                             None, None, f"Timed out waiting for tensors from other tasks: {waiting}")
-                self._cond.wait(timeout if timeout is not None else 1.0)
+                    timeout = min(timeout, left)
+                self._cond.wait(timeout)
+                arrived = any(k in self._items for k in parked) or self._error is not None
+            if not arrived and self.on_idle is not None:
+                self.on_idle()
 
     def abort(self, error):
         with self._cond:

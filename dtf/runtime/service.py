@@ -69,10 +69,6 @@ class Peers:
         rid = self._send(task, address, msg)
         return self._receive(task, address, rid, timeout_s)
 
-    def _call_remote(self, task, msg, timeout_s):
-        address = self.address(task)
-        return self._receive(task, address, self._send(task, address, msg), timeout_s)
-
     def _send(self, task, address, msg):
         try:
             return self._client.send(address, msg)
@@ -103,9 +99,11 @@ class Peers:
         return transport.raise_for_error(reply)
 
     def call_all(self, calls, timeout_ms, step_id):
-        """Runs one message per task concurrently (this task's on the calling thread); the
-        first error aborts the step on every task, so no partition waits forever for a
-        tensor that will never come, and is raised as the root cause."""
+        """Runs one message per task concurrently: remote ones are sent first, this task's
+        partition runs on the calling thread, and their replies are read afterwards on the
+        same thread (no thread hops on the common path). While this task's partition waits
+        for tensors it keeps an eye on the remote replies, so an error or a dead peer
+        anywhere aborts the step everywhere instead of leaving receives blocked."""
         timeout_s = None if not timeout_ms else timeout_ms / 1000.0 + 2.0
         failure: list = []
 
@@ -114,41 +112,70 @@ class Peers:
                 failure.append(e)
                 self._abort_step(calls, step_id, e, skip=task)
 
-        def collect(task, wait):
-            try:
-                return wait()
-            except errors.OpError as e:
-                fail(task, e)
-                raise
-
-        futures = []
-        inline = None
+        replies = [None] * len(calls)
+        remote, futures, inline = [], [], None
         for i, (task, msg) in enumerate(calls):
             svc = self._service(task)
-            if svc is not None and task == self._local_task and inline is None:
+            if svc is None:
+                address = self.address(task)
+                remote.append((i, task, address, self._send(task, address, msg)))
+            elif task == self._local_task and inline is None:
                 inline = (i, task, svc, msg)
-                continue
-            if svc is not None:
-                futures.append((i, self._pool.submit(collect, task, lambda s=svc, m=msg: s.dispatch(m))))
             else:
-                # Sockets are per thread: the pool thread both sends and receives.
-                futures.append((i, self._pool.submit(
-                    collect, task, lambda t=task, m=msg: self._call_remote(t, m, timeout_s))))
-        replies = [None] * len(calls)
+                futures.append((i, task, self._pool.submit(svc.dispatch, msg)))
+        early: dict = {}
         if inline is not None:
             i, task, svc, msg = inline
+            if remote:
+                msg = dict(msg, _on_idle=self._watch(remote, early))
             try:
                 replies[i] = svc.dispatch(msg)
             except errors.OpError as e:
                 fail(task, e)
-        for i, f in futures:
+        for i, task, address, rid in remote:
+            if failure and i not in early:
+                continue
             try:
-                replies[i] = f.result()
-            except errors.OpError:
-                pass
+                reply = early.get(i)
+                replies[i] = transport.raise_for_error(reply) if reply is not None else \
+                    self._receive(task, address, rid, timeout_s)
+            except errors.OpError as e:
+                fail(task, e)
+        for i, task, fut in futures:
+            try:
+                replies[i] = fut.result()
+            except errors.OpError as e:
+                fail(task, e)
         if failure:
-            raise _root_cause(failure[0])
+            raise failure[0]
         return replies
+
+    def _watch(self, remote, early):
+        """An idle callback: collects remote replies that arrived and raises the first error
+        (or an UnavailableError when a peer stops answering pings)."""
+        state = {"last_ping": time.monotonic()}
+
+        def on_idle():
+            for i, task, address, rid in remote:
+                if i in early:
+                    continue
+                reply = self._client.try_receive(address, rid)
+                if reply is not None:
+                    early[i] = reply
+                    transport.raise_for_error(reply)
+            now = time.monotonic()
+            if now - state["last_ping"] >= PING_EVERY_S:
+                state["last_ping"] = now
+                for i, task, address, rid in remote:
+                    if i not in early:
+                        try:
+                            self._client.ping(address, PING_TIMEOUT_S)
+                        except transport.Unreachable:
+                            raise errors.UnavailableError(
+                                None, None, f"Task {task} at {address} is not answering (it may "
+                                "have died)") from None
+
+        return on_idle
 
     def _abort_step(self, calls, step_id, error, skip):
         msg = {"type": "AbortStep", "step_id": step_id, "code": errors.CANCELLED,
@@ -179,10 +206,6 @@ class Peers:
     def close(self):
         self._pool.shutdown(wait=False)
         self._client.close()
-
-
-def _root_cause(e):
-    return e
 
 
 class TaskService:

@@ -15,27 +15,36 @@ import dtf.ops.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
 from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import NodeDef
+from dtf.runtime import devices
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.runtime.rendezvous import RendezvousManager
 from dtf.runtime.resources import ResourceManager
 
 
 class Worker:
-    def __init__(self, task_name: str, send_tensor=None):
+    def __init__(self, task_name: str, send_tensor=None, state: ExecState | None = None):
         """``task_name`` like '/job:worker/replica:0/task:1'; ``send_tensor(task, step_id,
-        key, value)`` delivers a tensor to another task's rendezvous."""
+        key, value)`` delivers a tensor to another task's rendezvous; ``state`` shares
+        variables with an in-process session."""
         self.task_name = task_name
         self.incarnation = random.getrandbits(62) | 1
         self.started = time.time()
-        self.resources = ResourceManager()
-        self.state = ExecState(self.resources)
+        self.state = state or ExecState(ResourceManager())
+        self.resources = self.state.resources
         self.rendezvous = RendezvousManager(send_tensor, task_name)
         self._graphs: dict = {}
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.steps_run = 0
         self.last_error = ""
-        self.gpu_count = 0
+        self._gpu_count = None
+
+    @property
+    def gpu_count(self) -> int:
+        """The task's CUDA devices, probed on first use (Status or a GPU partition)."""
+        if self._gpu_count is None:
+            self._gpu_count = devices.gpu_count()
+        return self._gpu_count
 
     # -- partitions --------------------------------------------------------------------
     def register_graph(self, msg):
@@ -73,8 +82,9 @@ class Worker:
         deadline = None
         if msg.get("timeout_ms"):
             deadline = time.monotonic() + msg["timeout_ms"] / 1000.0
-        ctx = StepContext(self.state, step_id, self.rendezvous.step(step_id), deadline,
-                          executor.device, self.task_name)
+        rendezvous = self.rendezvous.step(step_id)
+        rendezvous.on_idle = msg.get("_on_idle")  # only set by a master in this process
+        ctx = StepContext(self.state, step_id, rendezvous, deadline, executor.device, self.task_name)
         stats = [] if msg.get("trace") else None
         try:
             values = plan.run(ctx, [feeds[n] for n in feed_names], stats)
@@ -84,6 +94,8 @@ class Worker:
         finally:
             self.rendezvous.finish(step_id)
         self.steps_run += 1
+        # Fetches of a GPU partition leave it in host memory.
+        values = [v.copy_to_host() if hasattr(v, "copy_to_host") else v for v in values]
         reply = {"outputs": dict(zip(fetches, values))}
         if stats is not None:
             reply["stats"] = [{"node": s.node_name, "op": s.op, "start_us": s.all_start_micros,

@@ -113,6 +113,19 @@ class Client:
                     self._discard(address, kind)
                     raise
 
+    def try_receive(self, address, rid, kind="rpc"):
+        """The reply to ``rid`` if it has arrived, else None (never blocks)."""
+        s = self._socket(address, kind)
+        while s.poll(0, zmq.POLLIN):
+            frames = s.recv_multipart(copy=False)
+            try:
+                reply = codec.decode(frames)
+            except codec.WireError:
+                continue
+            if reply.get("id") == rid:
+                return reply
+        return None
+
     def call(self, address, header, timeout_s=None, kind="rpc", on_wait=None):
         rid = self.send(address, header, kind)
         return self.receive(address, rid, timeout_s, kind, on_wait)

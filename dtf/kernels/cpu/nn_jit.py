@@ -1,0 +1,180 @@
+"""The Numba loops behind dtf.kernels.cpu.nn. Imported only when a plan first needs one of
+those kernels, so programs that never pool or convolve never load the Numba compiler."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_JIT = dict(cache=True, nogil=True)
+
+
+# -- conv2d: Numba moves patches, BLAS multiplies ---------------------------------------------------
+@njit(**_JIT)
+def _im2col(x, kh, kw, sh, sw, oh, ow, pt, pl):
+    """Rows (b, i, j), columns (p, q, c): the input patch each output pixel reads; padding
+    stays zero."""
+    n, h, wd, ci = x.shape
+    cols = np.zeros((n * oh * ow, kh * kw * ci), x.dtype)
+    for t in range(n * oh):
+        b, i = t // oh, t % oh
+        for j in range(ow):
+            row = cols[t * ow + j]
+            for p in range(kh):
+                y = i * sh + p - pt
+                if y < 0 or y >= h:
+                    continue
+                for q in range(kw):
+                    xx = j * sw + q - pl
+                    if 0 <= xx < wd:
+                        row[(p * kw + q) * ci:(p * kw + q + 1) * ci] = x[b, y, xx]
+    return cols
+
+
+@njit(**_JIT)
+def _col2im(cols, n, h, wd, ci, kh, kw, sh, sw, oh, ow, pt, pl):
+    """The adjoint of _im2col: adds each patch entry back to the input pixel it came from."""
+    dx = np.zeros((n, h, wd, ci), cols.dtype)
+    for b in range(n):
+        for i in range(oh):
+            for j in range(ow):
+                row = cols[(b * oh + i) * ow + j]
+                for p in range(kh):
+                    y = i * sh + p - pt
+                    if y < 0 or y >= h:
+                        continue
+                    for q in range(kw):
+                        xx = j * sw + q - pl
+                        if 0 <= xx < wd:
+                            dx[b, y, xx] += row[(p * kw + q) * ci:(p * kw + q + 1) * ci]
+    return dx
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _span(i, stride, pad, k, size):
+    """[start, end) of the real inputs under window i: padding is never read."""
+    start = i * stride - pad
+    return max(start, 0), min(start + k, size)
+
+
+@njit(**_JIT)
+def _max_pool(x, kh, kw, sh, sw, oh, ow, pt, pl):
+    n, h, wd, c = x.shape
+    out = np.empty((n, oh, ow, c), x.dtype)
+    for t in range(n * oh):
+        b, i = t // oh, t % oh
+        y0, y1 = _span(i, sh, pt, kh, h)
+        for j in range(ow):
+            x0, x1 = _span(j, sw, pl, kw, wd)
+            acc = out[b, i, j]
+            acc[:] = x[b, y0, x0]
+            for y in range(y0, y1):
+                for xx in range(x0, x1):
+                    for ch in range(c):
+                        acc[ch] = max(acc[ch], x[b, y, xx, ch])
+    return out
+
+
+@njit(**_JIT)
+def _max_pool_grad(x, dy, kh, kw, sh, sw, pt, pl):
+    # Scatter to the first maximum of each window (row-major), as TF's CPU kernel does.
+    n, h, wd, c = x.shape
+    _, oh, ow, _ = dy.shape
+    dx = np.zeros(x.shape, dy.dtype)
+    for b in range(n):
+        for i in range(oh):
+            y0, y1 = _span(i, sh, pt, kh, h)
+            for j in range(ow):
+                x0, x1 = _span(j, sw, pl, kw, wd)
+                for ch in range(c):
+                    by, bx = y0, x0
+                    m = x[b, y0, x0, ch]
+                    for y in range(y0, y1):
+                        for xx in range(x0, x1):
+                            if x[b, y, xx, ch] > m:
+                                m = x[b, y, xx, ch]
+                                by, bx = y, xx
+                    dx[b, by, bx, ch] += dy[b, i, j, ch]
+    return dx
+
+
+@njit(**_JIT)
+def _avg_pool(x, kh, kw, sh, sw, oh, ow, pt, pl):
+    n, h, wd, c = x.shape
+    out = np.zeros((n, oh, ow, c), x.dtype)
+    for t in range(n * oh):
+        b, i = t // oh, t % oh
+        y0, y1 = _span(i, sh, pt, kh, h)
+        for j in range(ow):
+            x0, x1 = _span(j, sw, pl, kw, wd)
+            acc = out[b, i, j]
+            for y in range(y0, y1):
+                for xx in range(x0, x1):
+                    for ch in range(c):
+                        acc[ch] += x[b, y, xx, ch]
+            count = (y1 - y0) * (x1 - x0)
+            for ch in range(c):
+                acc[ch] /= count
+    return out
+
+
+@njit(**_JIT)
+def _avg_pool_grad(dy, h, wd, kh, kw, sh, sw, pt, pl):
+    n, oh, ow, c = dy.shape
+    dx = np.zeros((n, h, wd, c), dy.dtype)
+    for b in range(n):
+        for i in range(oh):
+            y0, y1 = _span(i, sh, pt, kh, h)
+            for j in range(ow):
+                x0, x1 = _span(j, sw, pl, kw, wd)
+                count = (y1 - y0) * (x1 - x0)
+                for y in range(y0, y1):
+                    for xx in range(x0, x1):
+                        for ch in range(c):
+                            dx[b, y, xx, ch] += dy[b, i, j, ch] / count
+    return dx
+
+
+# -- softmax cross-entropy ------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _softmax_row(logits, r, backprop):
+    """Writes softmax(logits[r]) into backprop[r]; returns log(sum(exp(x - max))) and max."""
+    m = logits[r, 0]
+    for k in range(logits.shape[1]):
+        m = max(m, logits[r, k])
+    s = 0.0
+    for k in range(logits.shape[1]):
+        e = np.exp(logits[r, k] - m)
+        backprop[r, k] = e
+        s += e
+    for k in range(logits.shape[1]):
+        backprop[r, k] /= s
+    return np.log(s), m
+
+
+@njit(**_JIT)
+def _softmax_xent(logits, labels):
+    n, classes = logits.shape
+    loss = np.empty(n, logits.dtype)
+    backprop = np.empty_like(logits)
+    for r in range(n):
+        lse, m = _softmax_row(logits, r, backprop)
+        acc = 0.0
+        for k in range(classes):
+            acc += labels[r, k] * (lse - (logits[r, k] - m))
+            backprop[r, k] -= labels[r, k]
+        loss[r] = acc
+    return loss, backprop
+
+
+@njit(**_JIT)
+def _sparse_softmax_xent(logits, labels):
+    n = logits.shape[0]
+    loss = np.empty(n, logits.dtype)
+    backprop = np.empty_like(logits)
+    for r in range(n):
+        lse, m = _softmax_row(logits, r, backprop)
+        k = labels[r]
+        loss[r] = lse - (logits[r, k] - m)
+        backprop[r, k] -= 1
+    return loss, backprop

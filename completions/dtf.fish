@@ -1,0 +1,1 @@
+complete --command dtf --no-files --arguments "(env _DTF_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) dtf)" --condition "env _DTF_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) dtf"

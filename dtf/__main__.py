@@ -1,0 +1,4 @@
+"""``python -m dtf``: the ``dtf`` command."""
+from dtf.cli.app import main
+
+main()

@@ -1,0 +1,137 @@
+"""The progress collector of ``dtf run`` and what it shows: a rich live table on a terminal,
+plain log lines otherwise. Replicas feed it through ``dtf.progress.report``."""
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+
+from rich.table import Table
+
+_RATE_WINDOW_S = 5.0
+_PLAIN_EVERY_S = 2.0
+
+
+class Collector:
+    """A ZeroMQ PULL socket on a free localhost port; ``endpoint`` goes into DTF_PROGRESS."""
+
+    def __init__(self):
+        import zmq
+
+        self._zmq = zmq
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.PULL)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        port = self._sock.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = f"tcp://127.0.0.1:{port}"
+
+    def receive(self, timeout_ms: int) -> list:
+        """The messages that arrive within ``timeout_ms`` (malformed ones dropped)."""
+        messages = []
+        if self._sock.poll(timeout_ms):
+            while True:
+                try:
+                    data = self._sock.recv(self._zmq.NOBLOCK)
+                except self._zmq.Again:
+                    break
+                try:
+                    message = json.loads(data)
+                except ValueError:
+                    continue
+                if isinstance(message, dict):
+                    messages.append(message)
+        return messages
+
+    def close(self):
+        self._sock.close(0)
+        self._ctx.term()
+
+
+class _Rate:
+    """Units per second over the last few seconds of (time, value) samples."""
+
+    def __init__(self):
+        self._samples = deque()
+
+    def add(self, t: float, value: float):
+        self._samples.append((t, value))
+        while len(self._samples) > 2 and t - self._samples[0][0] > _RATE_WINDOW_S:
+            self._samples.popleft()
+
+    def per_s(self):
+        if len(self._samples) < 2:
+            return None
+        (t0, v0), (t1, v1) = self._samples[0], self._samples[-1]
+        return (v1 - v0) / (t1 - t0) if t1 > t0 else None
+
+
+class Progress:
+    """What the replicas reported so far: global step, rates, the last checkpoint."""
+
+    def __init__(self, replicas):
+        self.replicas = list(replicas)
+        self.global_step = None
+        self.last_step = None
+        self.checkpoint = None
+        self._global_rate = _Rate()
+        self._rates = {name: _Rate() for name in self.replicas}
+        self._local = {}
+        self._state = {name: "running" for name in self.replicas}
+        self._last_plain = (0.0, None)
+
+    def update(self, message: dict) -> list:
+        """Takes one report; returns plain lines worth printing at once (checkpoints)."""
+        t = message.get("time", time.time())
+        task = str(message.get("task", "?"))
+        kind = message.get("kind")
+        step = message.get("global_step")
+        if isinstance(step, (int, float)):
+            self.global_step = max(step, self.global_step or step)
+            self._global_rate.add(t, self.global_step)
+        if kind == "step":
+            if isinstance(message.get("last_step"), (int, float)):
+                self.last_step = message["last_step"]
+            local = message.get("local_step", step)
+            if isinstance(local, (int, float)):
+                self._local[task] = local
+                self._rates.setdefault(task, _Rate()).add(t, local)
+        elif kind == "checkpoint":
+            self.checkpoint = (task, message.get("path"), step)
+            return [f"[checkpoint] {task} wrote {message.get('path')} at global step {step}"]
+        return []
+
+    def finished(self, name: str, code: int):
+        self._state[name] = "done" if code == 0 else f"failed ({code})"
+
+    def _step_text(self) -> str:
+        if self.global_step is None:
+            return "-"
+        return f"{self.global_step:g}" + (f" / {self.last_step:g}" if self.last_step else "")
+
+    def _rate_text(self, rate) -> str:
+        value = rate.per_s()
+        return "-" if value is None else f"{value:.1f}"
+
+    def table(self) -> Table:
+        table = Table(title=f"global step {self._step_text()}   "
+                            f"{self._rate_text(self._global_rate)} steps/s", title_justify="left")
+        for column in ("replica", "state", "step", "steps/s"):
+            table.add_column(column)
+        for name in self._rates:
+            local = self._local.get(name)
+            table.add_row(name, self._state.get(name, "running"), "-" if local is None else f"{local:g}",
+                          self._rate_text(self._rates[name]))
+        if self.checkpoint:
+            task, path, step = self.checkpoint
+            table.caption = f"last checkpoint: {path} (global step {step}, by {task})"
+        return table
+
+    def plain_line(self, now: float, force: bool = False):
+        """A progress line every few seconds while the step moves (None otherwise)."""
+        last_time, last_step = self._last_plain
+        if self.global_step is None or self.global_step == last_step:
+            return None
+        if not force and now - last_time < _PLAIN_EVERY_S:
+            return None
+        self._last_plain = (now, self.global_step)
+        return f"[progress] global step {self._step_text()}, {self._rate_text(self._global_rate)} steps/s"

@@ -1,0 +1,64 @@
+"""``dtf status``: one row per task from its Status message; exit 1 when any is down."""
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dtf.cli.console import ConfigOption, console, duration, load_config
+
+_COLUMNS = ("job", "index", "address", "state", "pid", "host", "uptime", "memory", "sessions",
+            "steps", "last error")
+
+
+def status(config: ConfigOption = None,
+           as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+           timeout: float = typer.Option(2.0, help="Seconds to wait for each task's answer.")):
+    """Show every task of the cluster: up or down, pid, uptime, memory, steps served."""
+    cfg = load_config(config)
+    rows = collect(cfg, timeout)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        console.print(_table(cfg, rows))
+    raise typer.Exit(0 if all(r["state"] == "up" for r in rows) else 1)
+
+
+def collect(cfg, timeout: float) -> list:
+    from dtf.cli import probe
+
+    tasks = cfg.tasks()
+    replies = probe.ask_all(tasks, "Status", timeout)
+    return [_row(t, replies[t] if probe.is_task(replies[t], t) else None) for t in tasks]
+
+
+def _row(task, reply) -> dict:
+    row = {"job": task.job, "index": task.index, "address": task.address, "host": task.host,
+           "state": "up" if reply else "down", "pid": None}
+    if reply:
+        row.update({"pid": reply.get("pid"), "uptime_s": reply.get("uptime_s"),
+                    "max_rss_kb": reply.get("max_rss_kb"), "sessions": reply.get("sessions"),
+                    "steps": reply.get("steps"), "graphs": reply.get("graphs"),
+                    "variables": reply.get("variables"), "messages": reply.get("messages"),
+                    "incarnation": reply.get("incarnation"), "last_error": reply.get("last_error")})
+    return row
+
+
+def _table(cfg, rows) -> Table:
+    up = sum(r["state"] == "up" for r in rows)
+    table = Table(title=f"cluster {cfg.path}: {up}/{len(rows)} tasks up", title_justify="left")
+    for column in _COLUMNS:
+        table.add_column(column, justify="right" if column in ("index", "pid", "sessions", "steps") else "left")
+    for r in rows:
+        memory = f"{r['max_rss_kb'] / 1024:.0f} MiB" if r.get("max_rss_kb") else ""
+        state = "[green]up[/]" if r["state"] == "up" else "[bold red]down[/]"
+        table.add_row(r["job"], str(r["index"]), r["address"], state, _text(r["pid"]), r["host"],
+                      duration(r.get("uptime_s")), memory, _text(r.get("sessions")),
+                      _text(r.get("steps")), escape(_text(r.get("last_error"))))
+    return table
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)

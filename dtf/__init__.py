@@ -48,7 +48,8 @@ from dtf.ops.variables import *  # noqa: F401,F403,E402
 from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
-from dtf import distribute, initializers, nn, random, summary, train  # noqa: F401,E402
+from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from dtf import distribute, initializers, nn, queue, random, summary, train  # noqa: F401,E402
 from dtf.summary import Event, HistogramProto, SessionLog, Summary  # noqa: F401,E402
 from dtf.ops.reduction_ops import (  # noqa: F401,E402
     argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp, reduce_max,

@@ -1,13 +1,22 @@
-"""The in-process backend of ``tf.Session("")``: one CPU device, one executor."""
+"""The in-process backend of ``tf.Session("")``: one CPU device, one executor.
+
+Graphs that pin ops to a GPU instead go through an in-process master and worker of the
+task /job:localhost/task:0 (placement, CPU/GPU partitions, copies at their boundaries);
+both paths share the session's variables.
+"""
 from __future__ import annotations
 
 import itertools
 import sys
+import time
 
 from dtf.framework import errors
+from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime.executor import ExecState, Executor, StepContext
+from dtf.runtime.graph_walk import needed_nodes
 from .config import DeviceStepStats, NodeExecStats, RunOptions
+from .remote import RemoteBackend
 
 LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -20,6 +29,8 @@ class LocalBackend:
         self._executor = Executor("CPU", LOCAL_DEVICE)
         self._step_ids = itertools.count(1)
         self._logged = set()
+        self._uses_gpu: dict = {}
+        self._gpu_backend = None
 
     def _lookup(self, name):
         try:
@@ -28,13 +39,29 @@ class LocalBackend:
             raise KeyError(name) from None
         return node_def_of(op)
 
+    def _pins_gpu(self, fetches, feeds, targets) -> bool:
+        key = (fetches, feeds, targets)
+        pinned = self._uses_gpu.get(key)
+        if pinned is None:
+            pinned = self._uses_gpu[key] = any(
+                (DeviceSpec.from_string(n.device).device_type or "").upper() == "GPU"
+                for n in needed_nodes(self._lookup, fetches, feeds, targets) if n.device)
+        return pinned
+
     def run(self, fetches, feeds, targets, feed_values, options, run_metadata):
+        if self._pins_gpu(fetches, feeds, targets):
+            if self._gpu_backend is None:
+                self._gpu_backend = _InProcessTaskBackend(self._graph, self._config, self._state)
+            return self._gpu_backend.run(fetches, feeds, targets, feed_values, options, run_metadata)
         plan = self._executor.plan(fetches, feeds, targets, self._lookup)
         if self._config.log_device_placement and plan not in self._logged:
             self._logged.add(plan)
             for _, _, _, _, node in plan.steps:
                 print(f"{node.name}: ({node.op}): {LOCAL_DEVICE}", file=sys.stderr)
-        ctx = StepContext(self._state, next(self._step_ids), device=LOCAL_DEVICE)
+        timeout_ms = int(getattr(options, "timeout_in_ms", 0) or 0) or int(
+            getattr(self._config, "operation_timeout_in_ms", 0) or 0)
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        ctx = StepContext(self._state, next(self._step_ids), deadline=deadline, device=LOCAL_DEVICE)
         trace = (options is not None and run_metadata is not None
                  and getattr(options, "trace_level", 0) >= RunOptions.SOFTWARE_TRACE)
         if not trace:
@@ -51,10 +78,45 @@ class LocalBackend:
         return out
 
     def list_devices(self):
-        return [_DeviceAttributes(LOCAL_DEVICE, "CPU", 0)]
+        from dtf.runtime.devices import gpu_count
+
+        gpus = [_DeviceAttributes(LOCAL_DEVICE.replace("CPU:0", f"GPU:{i}"), "GPU", 0)
+                for i in range(gpu_count())]
+        return [_DeviceAttributes(LOCAL_DEVICE, "CPU", 0)] + gpus
 
     def close(self):
         self._executor.clear()
+        if self._gpu_backend is not None:
+            self._gpu_backend.close()
+            self._gpu_backend = None
+
+
+class _InProcessChannel:
+    """Calls a task living in this session only (no socket)."""
+
+    def __init__(self, service):
+        self.service = service
+
+    def call(self, msg, timeout_s=None):
+        return self.service.dispatch(msg)
+
+    def close(self):
+        self.service.stop()
+
+
+class _InProcessTaskBackend(RemoteBackend):
+    """A session on the master of an unlistening task /job:localhost/replica:0/task:0 whose
+    worker holds the local session's state."""
+
+    def __init__(self, graph, config, state):
+        from dtf.runtime.service import TaskService
+
+        self._graph = graph
+        self._config = config
+        self._channel = _InProcessChannel(TaskService({"localhost": {0: "in-process"}}, "localhost", 0,
+                                                      listen=False, state=state))
+        self._session = None
+        self._sent = 0
 
 
 class _DeviceAttributes:

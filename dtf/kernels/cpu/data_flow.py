@@ -1,0 +1,286 @@
+"""CPU kernels of the queue and conditional-accumulator ops (dtf/ops/data_flow_ops.py).
+
+Queues and accumulators are resources in the task's ResourceManager, shared by every
+session and step of the task. Kernels that block (dequeue, take_grad, enqueue on a full
+queue) wait on the resource's condition in short slices, so they give up when the step's
+deadline or the op's own timeout passes, or when the step is aborted elsewhere: a
+blocked step never outlives its client.
+"""
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import time
+
+import numpy as np
+
+from dtf.framework import errors
+from dtf.kernels.registry import register_kernel
+from dtf.runtime.resources import as_array
+
+POLL_S = 0.1  # how often a blocked kernel checks for an aborted step
+
+
+def _wait(cond, ready, ctx, timeout_ms, describe):
+    """Waits (holding ``cond``) until ``ready()``; raises DeadlineExceededError at the
+    step's deadline or after ``timeout_ms`` (when >= 0), the abort error if the step fails."""
+    if ready():
+        return
+    deadline = ctx.deadline
+    if timeout_ms is not None and timeout_ms >= 0:
+        own = time.monotonic() + timeout_ms / 1000.0
+        deadline = own if deadline is None else min(deadline, own)
+    start = time.monotonic()
+    while not ready():
+        err = ctx.aborted()
+        if err is not None:
+            raise err
+        wait = POLL_S
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise errors.DeadlineExceededError(
+                    None, None, f"Timed out after {time.monotonic() - start:.1f} s {describe()}")
+            wait = min(wait, left)
+        cond.wait(wait)
+
+
+def _resource_kernel(make):
+    """Factory of a handle op: ``make(attrs, name)`` builds the resource on first use."""
+
+    def factory(node):
+        a = node.attrs
+        container, name = a.get("container", ""), a.get("shared_name") or node.name
+        return lambda ctx: ctx.resources.get_or_create(container, name, lambda: make(a, name))
+
+    return factory
+
+
+class _Resource:
+    """What a fetched handle reads as: the resource's name."""
+
+    def read(self):
+        return np.asarray(self.name.encode(), dtype=object)
+
+
+# -- queues ----------------------------------------------------------------------------
+class QueueResource(_Resource):
+    def __init__(self, attrs, name):
+        self.name = name
+        capacity = int(attrs.get("capacity", -1))
+        self.capacity = sys.maxsize if capacity < 0 else capacity
+        self.dtypes = list(attrs["component_types"])
+        self.shapes = [tuple(s) for s in attrs.get("shapes") or []] or None
+        self.items = collections.deque()
+        self.cond = threading.Condition()
+        self.closed = False
+        self.cancel_enqueues = False
+
+    def _element(self, comps, node):
+        el = tuple(as_array(v, dt) for v, dt in zip(comps, self.dtypes))
+        if self.shapes is not None:
+            for i, (v, want) in enumerate(zip(el, self.shapes)):
+                if v.shape != want:
+                    raise errors.InvalidArgumentError(
+                        node.name, None, f"Shape mismatch in tuple component {i}. Expected "
+                        f"{list(want)}, got {list(v.shape)}")
+        return el
+
+    def enqueue(self, ctx, elements, timeout_ms, node):
+        with self.cond:
+            if self.closed:
+                raise errors.CancelledError(node.name, None, f"FIFOQueue '{self.name}' is closed.")
+            for el in elements:
+                _wait(self.cond, lambda: self.cancel_enqueues or len(self.items) < self.capacity,
+                      ctx, timeout_ms, lambda: f"waiting to enqueue into full queue '{self.name}'")
+                if self.cancel_enqueues:
+                    raise errors.CancelledError(
+                        node.name, None, f"Enqueue operation was cancelled: FIFOQueue '{self.name}' "
+                        "was closed")
+                self.items.append(el)
+                self.cond.notify_all()
+
+    def dequeue(self, ctx, n, timeout_ms, node):
+        with self.cond:
+            _wait(self.cond, lambda: self.closed or len(self.items) >= n, ctx, timeout_ms,
+                  lambda: f"waiting to dequeue {n} element(s) from queue '{self.name}' (it holds "
+                          f"{len(self.items)}): whatever feeds it may have stopped")
+            if len(self.items) < n:
+                raise errors.OutOfRangeError(
+                    node.name, None, f"FIFOQueue '{self.name}' is closed and has insufficient "
+                    f"elements (requested {n}, current size {len(self.items)})")
+            taken = [self.items.popleft() for _ in range(n)]
+            self.cond.notify_all()
+            return taken
+
+    def close(self, cancel_pending_enqueues):
+        with self.cond:
+            self.closed = True
+            self.cancel_enqueues = self.cancel_enqueues or cancel_pending_enqueues
+            self.cond.notify_all()
+
+
+register_kernel("FIFOQueueV2", "CPU")(_resource_kernel(QueueResource))
+
+
+@register_kernel("QueueEnqueueV2", "CPU")
+def queue_enqueue(node):
+    timeout = node.attrs.get("timeout_ms", -1)
+
+    def compute(ctx, queue, *comps):
+        queue.enqueue(ctx, [queue._element(comps, node)], timeout, node)
+
+    return compute
+
+
+@register_kernel("QueueEnqueueManyV2", "CPU")
+def queue_enqueue_many(node):
+    timeout = node.attrs.get("timeout_ms", -1)
+
+    def compute(ctx, queue, *comps):
+        comps = [as_array(v, dt) for v, dt in zip(comps, queue.dtypes)]
+        sizes = {np.shape(c)[0] if np.ndim(c) else None for c in comps}
+        if None in sizes or len(sizes) != 1:
+            raise errors.InvalidArgumentError(
+                node.name, None, "Shape mismatch in enqueue_many: every component needs the same "
+                f"dimension 0, got shapes {[list(np.shape(c)) for c in comps]}")
+        n = sizes.pop()
+        queue.enqueue(ctx, [queue._element([c[i] for c in comps], node) for i in range(n)],
+                      timeout, node)
+
+    return compute
+
+
+def _single_or_tuple(values):
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@register_kernel("QueueDequeueV2", "CPU")
+def queue_dequeue(node):
+    timeout = node.attrs.get("timeout_ms", -1)
+
+    def compute(ctx, queue):
+        (el,) = queue.dequeue(ctx, 1, timeout, node)
+        return _single_or_tuple(el)
+
+    return compute
+
+
+@register_kernel("QueueDequeueManyV2", "CPU")
+def queue_dequeue_many(node):
+    timeout = node.attrs.get("timeout_ms", -1)
+
+    def compute(ctx, queue, n):
+        n = int(n)
+        if n < 0:
+            raise errors.InvalidArgumentError(node.name, None, f"DequeueMany requested {n} < 0 elements")
+        taken = queue.dequeue(ctx, n, timeout, node)
+        out = []
+        for i, dt in enumerate(queue.dtypes):
+            if taken:
+                out.append(np.stack([el[i] for el in taken]))
+            else:
+                shape = queue.shapes[i] if queue.shapes else ()
+                out.append(np.empty((0,) + tuple(shape), dtype=dt.as_numpy_dtype))
+        return _single_or_tuple(out)
+
+    return compute
+
+
+@register_kernel("QueueSizeV2", "CPU")
+def queue_size(node):
+    return lambda ctx, queue: np.asarray(len(queue.items), dtype=np.int32)
+
+
+@register_kernel("QueueCloseV2", "CPU")
+def queue_close(node):
+    cancel = bool(node.attrs.get("cancel_pending_enqueues", False))
+    return lambda ctx, queue: queue.close(cancel)
+
+
+# -- conditional accumulators --------------------------------------------------------
+class AccumulatorResource(_Resource):
+    def __init__(self, attrs, name):
+        self.name = name
+        self.dtype = attrs["dtype"]
+        self.shape = attrs.get("shape")
+        self.mean = attrs.get("reduction_type", "MEAN") == "MEAN"
+        self.cond = threading.Condition()
+        self.sum = None
+        self.count = 0
+        self.global_step = 0
+
+    def _check_shape(self, grad, node):
+        want = self.sum.shape if self.sum is not None else self.shape
+        if want is None:
+            return
+        if len(want) != grad.ndim or any(w is not None and w != g for w, g in zip(want, grad.shape)):
+            raise errors.InvalidArgumentError(
+                node.name, None, f"Shape mismatch in accumulator '{self.name}': expected shape "
+                f"{['?' if w is None else w for w in want]}, got {list(grad.shape)}")
+
+    def apply(self, grad, local_step, node):
+        grad = as_array(grad, self.dtype)
+        with self.cond:
+            if local_step < self.global_step:
+                return  # stale: computed from variables older than the current step
+            self._check_shape(grad, node)
+            self.sum = grad.copy() if self.sum is None else self.sum + grad
+            self.count += 1
+            self.cond.notify_all()
+
+    def wait(self, ctx, n, node):
+        if n < 1:
+            raise errors.InvalidArgumentError(
+                node.name, None, f"Argument num_required must be positive, but was {n}")
+        _wait(self.cond, lambda: self.count >= n, ctx, -1,
+              lambda: f"waiting for {n} gradients in accumulator '{self.name}' (it holds "
+                      f"{self.count}): fewer replicas than that are pushing gradients")
+
+    def take(self, ctx, n, node):
+        with self.cond:
+            self.wait(ctx, n, node)
+            total = self.sum
+            out = total / self.count if self.mean else total
+            self.sum, self.count = None, 0
+            self.global_step += 1
+            return np.asarray(out, dtype=total.dtype)
+
+    def set_global_step(self, step):
+        with self.cond:
+            self.global_step = step
+            self.cond.notify_all()
+
+
+_FLOATS = ("float16", "float32", "float64")
+register_kernel("ConditionalAccumulator", "CPU", dtypes=_FLOATS)(_resource_kernel(AccumulatorResource))
+
+
+@register_kernel("AccumulatorApplyGradient", "CPU", dtypes=_FLOATS)
+def accumulator_apply(node):
+    return lambda ctx, acc, local_step, grad: acc.apply(grad, int(local_step), node)
+
+
+@register_kernel("AccumulatorTakeGradient", "CPU", dtypes=_FLOATS)
+def accumulator_take(node):
+    return lambda ctx, acc, n: acc.take(ctx, int(n), node)
+
+
+@register_kernel("_AccumulatorWaitReady", "CPU")
+def accumulator_wait_ready(node):
+    def compute(ctx, acc, n):
+        with acc.cond:
+            acc.wait(ctx, int(n), node)
+
+    return compute
+
+
+@register_kernel("AccumulatorNumAccumulated", "CPU")
+def accumulator_num(node):
+    return lambda ctx, acc: np.asarray(acc.count, dtype=np.int32)
+
+
+@register_kernel("AccumulatorSetGlobalStep", "CPU")
+def accumulator_set_global_step(node):
+    return lambda ctx, acc, step: acc.set_global_step(int(step))

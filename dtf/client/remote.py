@@ -53,6 +53,7 @@ class _MasterChannel:
         self._config = config
         self._client = None
         self._connected = False
+        self._incarnation = None
 
     @property
     def service(self):
@@ -79,7 +80,8 @@ class _MasterChannel:
         last_log = start
         while True:
             try:
-                self._client.ping(self.address, min(2.0, max(bound, 0.1)))
+                reply = self._client.ping(self.address, min(2.0, max(bound, 0.1)))
+                self._incarnation = reply.get("incarnation")
                 self._connected = True
                 return
             except transport.Unreachable:
@@ -100,11 +102,15 @@ class _MasterChannel:
                 return
             state["last"] = elapsed
             try:
-                self._client.ping(self.address, 3.0)
+                reply = self._client.ping(self.address, 3.0)
             except transport.Unreachable:
                 self._connected = False
                 raise errors.UnavailableError(
                     None, None, f"The master at {self.address} stopped answering") from None
+            if reply.get("incarnation") != self._incarnation:
+                self._connected = False
+                raise errors.AbortedError(None, None, f"The master at {self.address} restarted "
+                                          "while the step was running")
 
         return on_wait
 

@@ -49,6 +49,7 @@ class Peers:
         self._local = local_service
         self._client = client or transport.Client()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
+        self._gpus: dict = {}
 
     def address(self, task):
         try:
@@ -75,7 +76,20 @@ class Peers:
         except Exception as e:  # noqa: BLE001 - zmq errors on a closed context etc.
             raise errors.UnavailableError(None, None, f"Cannot reach {task} at {address}: {e}") from None
 
-    def _receive(self, task, address, rid, timeout_s):
+    def _check_alive(self, task, address, incarnation=None):
+        """Pings a peer; Unavailable if silent, Aborted if it restarted since ``incarnation``
+        (a request sent to the old process will never be answered)."""
+        try:
+            reply = self._client.ping(address, PING_TIMEOUT_S)
+        except transport.Unreachable:
+            raise errors.UnavailableError(
+                None, None, f"Task {task} at {address} is not answering (it may have died "
+                "or never started)") from None
+        if incarnation is not None and reply.get("incarnation") != incarnation:
+            raise errors.AbortedError(None, None, f"Task {task} at {address} restarted while "
+                                      "the step was running")
+
+    def _receive(self, task, address, rid, timeout_s, incarnation=None):
         state = {"last_ping": 0.0, "last_log": 0.0}
 
         def on_wait(elapsed):
@@ -84,12 +98,7 @@ class Peers:
                 log.info("waiting for %s at %s (%.0f s)", task, address, elapsed)
             if elapsed - state["last_ping"] >= PING_EVERY_S:
                 state["last_ping"] = elapsed
-                try:
-                    self._client.ping(address, PING_TIMEOUT_S)
-                except transport.Unreachable:
-                    raise errors.UnavailableError(
-                        None, None, f"Task {task} at {address} is not answering (it may have died "
-                        f"or never started)") from None
+                self._check_alive(task, address, incarnation)
 
         try:
             reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait)
@@ -118,7 +127,7 @@ class Peers:
             svc = self._service(task)
             if svc is None:
                 address = self.address(task)
-                remote.append((i, task, address, self._send(task, address, msg)))
+                remote.append((i, task, address, self._send(task, address, msg), msg.get("incarnation")))
             elif task == self._local_task and inline is None:
                 inline = (i, task, svc, msg)
             else:
@@ -132,13 +141,13 @@ class Peers:
                 replies[i] = svc.dispatch(msg)
             except errors.OpError as e:
                 fail(task, e)
-        for i, task, address, rid in remote:
+        for i, task, address, rid, incarnation in remote:
             if failure and i not in early:
                 continue
             try:
                 reply = early.get(i)
                 replies[i] = transport.raise_for_error(reply) if reply is not None else \
-                    self._receive(task, address, rid, timeout_s)
+                    self._receive(task, address, rid, timeout_s, incarnation)
             except errors.OpError as e:
                 fail(task, e)
         for i, task, fut in futures:
@@ -156,7 +165,7 @@ class Peers:
         state = {"last_ping": time.monotonic()}
 
         def on_idle():
-            for i, task, address, rid in remote:
+            for i, task, address, rid, _ in remote:
                 if i in early:
                     continue
                 reply = self._client.try_receive(address, rid)

@@ -5,6 +5,7 @@ cross-entropy) it is registered as the primary CPU kernel; every other op is ser
 numpy reference implementation, registered as a fallback.
 """
 from . import core  # noqa: F401
+from . import elementwise  # noqa: F401
 from . import sendrecv  # noqa: F401
 from . import state  # noqa: F401
 from . import random  # noqa: F401

@@ -9,17 +9,55 @@ from . import array_ops, math_ops, reduction_ops
 
 
 def _binary_grads(op, gx, gy):
-    """Reduces (gx, gy) to the shapes of op's two inputs (BroadcastGradientArgs)."""
+    """Reduces (gx, gy) to the shapes of op's two inputs. When static shapes decide the
+    broadcast (e.g. [?, 128] + [128]) the reduction is built with constant axes; only a
+    truly ambiguous case falls back to TF's BroadcastGradientArgs on runtime shapes."""
     x, y = op.inputs
     xs, ys = x.shape, y.shape
     if xs.is_fully_defined() and ys.is_fully_defined() and xs == ys:
         return gx, gy
+    axes = static_broadcast_axes(xs, ys)
+    if axes is not None:
+        out = []
+        for g, t, r in ((gx, x, axes[0]), (gy, y, axes[1])):
+            if g is None or not r and g.shape.ndims == t.shape.ndims:
+                out.append(g)
+                continue
+            target = [-1 if d is None else d for d in t.shape.as_tuple_or_none()]
+            summed = reduction_ops.reduce_sum(g, r) if r else g
+            out.append(array_ops.reshape(summed, target))
+        return out
     sx, sy = array_ops.shape(x), array_ops.shape(y)
     rx, ry = array_ops.broadcast_gradient_args(sx, sy)
     out = []
     for g, r, s in ((gx, rx, sx), (gy, ry, sy)):
         out.append(None if g is None else array_ops.reshape(reduction_ops.reduce_sum(g, r), s))
     return out
+
+
+def static_broadcast_axes(xs, ys):
+    """Axes (of the broadcast result) to sum each input's gradient over, decided from static
+    shapes; None when an unknown dim could be 1 and so hide a broadcast. Summing over an
+    axis of size 1 is harmless, so a known 1 always counts as broadcast. The reshape that
+    follows allows at most one unknown dim."""
+    if xs.ndims is None or ys.ndims is None:
+        return None
+    n = max(xs.ndims, ys.ndims)
+    a = [False] * (n - xs.ndims) + list(xs.as_tuple_or_none())
+    b = [False] * (n - ys.ndims) + list(ys.as_tuple_or_none())
+    rx, ry = [], []
+    for i, (p, q) in enumerate(zip(a, b)):
+        # False: the input lacks this axis (rank-extended); None: unknown size.
+        if (p is None and q not in (False, 1)) or (q is None and p not in (False, 1)):
+            return None  # an unknown size facing a real one (or another unknown) may be 1
+        if p is False or p == 1:
+            rx.append(i)
+        if q is False or q == 1:
+            ry.append(i)
+    for shape in (xs, ys):
+        if sum(d is None for d in shape.as_tuple_or_none()) > 1:
+            return None
+    return rx, ry
 
 
 @RegisterGradient("Add")

@@ -15,12 +15,15 @@ NotDifferentiable("ReducedShape")
 
 
 def _kept_and_input_shape(op):
-    """Static (kept-dims shape, input shape) as lists when known, else shape tensors."""
+    """(kept-dims shape, input shape): static lists where the static shape allows (a kept
+    shape may hold one -1 for reshape), runtime shape tensors otherwise."""
     x, axes = op.inputs
     av = const_value(axes)
-    if x.shape.is_fully_defined() and av is not None:
-        kept = reduced_shape(x.shape, av, True).as_list()
-        return kept, x.shape.as_list()
+    if av is not None and x.shape.ndims is not None:
+        kept = [-1 if d is None else d for d in reduced_shape(x.shape, av, True).as_tuple_or_none()]
+        if kept.count(-1) <= 1:
+            in_shape = x.shape.as_list() if x.shape.is_fully_defined() else array_ops.shape(x)
+            return kept, in_shape
     sx = array_ops.shape(x)
     return reduced_shape_tensor(sx, axes), sx
 
@@ -48,10 +51,11 @@ def _mean_grad(op, grad):
         n_out = max(out.shape.num_elements(), 1)
         factor = n_in // n_out
         return [g / math_ops.cast(factor, g.dtype), None]
-    from .reduction_ops import reduce_prod
-
-    factor = reduce_prod(array_ops.shape(x)) // math_ops.maximum(reduce_prod(array_ops.shape(out)), 1)
-    return [g / math_ops.cast(factor, g.dtype), None]
+    # Elements averaged into each output: size(x) / size(out), from runtime sizes.
+    n_out = out.shape.num_elements()
+    n_out = array_ops.size(out) if n_out is None else max(n_out, 1)
+    factor = math_ops.cast(array_ops.size(x), g.dtype) / math_ops.cast(n_out, g.dtype)
+    return [g / factor, None]
 
 
 @RegisterGradient("Prod")

@@ -151,15 +151,24 @@ UPDATES = {
 }
 
 
-@contextlib.contextmanager
-def _locked(refs):
-    with contextlib.ExitStack() as stack:
-        seen = set()
-        for r in refs:
-            if id(r) not in seen:
-                seen.add(id(r))
-                stack.enter_context(r.lock)
-        yield
+class _locked:
+    """Holds the locks of a set of variables (each once, in a fixed order so two updates
+    sharing variables cannot deadlock). A plain class: contextlib.ExitStack cost ~10 us
+    per update."""
+
+    __slots__ = ("_locks",)
+
+    def __init__(self, refs):
+        self._locks = sorted({id(r.lock): r.lock for r in refs}.items())
+
+    def __enter__(self):
+        for _, lock in self._locks:
+            lock.acquire()
+
+    def __exit__(self, *exc):
+        for _, lock in reversed(self._locks):
+            lock.release()
+        return False
 
 
 def _apply_factory(update):

@@ -5,7 +5,6 @@ every read-modify-write holds the variable's lock so concurrent updates are neve
 """
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
+from dtf.kernels.registry import has_kernel
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,14 @@ def _resolve(node, requested, cluster, soft) -> str:
     index = spec.device_index if spec.device_index is not None else 0
     if dtype == "GPU":
         if index < cluster.gpu_count(job, task):
-            return full_name(job, task, "GPU", index)
+            if has_kernel(node.op, "GPU", node.dtype_key):
+                return full_name(job, task, "GPU", index)
+            if not soft:
+                raise errors.InvalidArgumentError(
+                    node.name, None, f"Cannot assign a device for operation '{node.name}': no GPU kernel "
+                    f"is registered for {node.op} with dtype {getattr(node.dtype_key, 'name', node.dtype_key)}"
+                    f" ({requested} was requested); set allow_soft_placement=True to run it on CPU")
+            return full_name(job, task)
         if not soft:
             raise errors.InvalidArgumentError(
                 node.name, None, f"Cannot assign a device for operation '{node.name}' ({node.op}): "

@@ -26,6 +26,7 @@ class KernelDef:
 
 _KERNELS: dict[tuple[str, str], list[KernelDef]] = {}
 _loaded = False
+_gpu_loaded = False
 
 
 def register_kernel(op_type: str, device: str = "CPU", dtypes=None, label: str = "",
@@ -67,20 +68,27 @@ def simple(fn):
 _load_lock = threading.Lock()
 
 
-def _ensure_loaded():
-    """Imports the kernel modules once; other threads wait until registration is complete."""
-    global _loaded
-    if _loaded:
+def _ensure_loaded(device_type=None):
+    """Imports the kernel modules once; other threads wait until registration is complete.
+
+    The CUDA kernels load only when a GPU kernel is first looked up: importing numba.cuda
+    at ``import dtf`` would fix the simulator choice and slow CPU-only programs.
+    """
+    global _loaded, _gpu_loaded
+    if _loaded and (_gpu_loaded or device_type != "GPU"):
         return
     with _load_lock:
         if not _loaded:
             from dtf.kernels import cpu  # noqa: F401  (registers the CPU kernels)
 
             _loaded = True
+        if device_type == "GPU" and not _gpu_loaded:
+            from dtf.kernels import cuda  # noqa: F401  (registers the CUDA kernels)
+
+            _gpu_loaded = True
 
 
 def has_kernel(op_type, device_type, dtype=None) -> bool:
-    _ensure_loaded()
     try:
         lookup(op_type, device_type, dtype)
         return True
@@ -89,7 +97,7 @@ def has_kernel(op_type, device_type, dtype=None) -> bool:
 
 
 def lookup(op_type: str, device_type: str, dtype=None) -> KernelDef:
-    _ensure_loaded()
+    _ensure_loaded(device_type)
     name = getattr(dtype, "name", dtype)
     for e in _KERNELS.get((op_type, device_type), ()):
         if e.dtypes is None or name is None or name in e.dtypes:

@@ -7,6 +7,7 @@ the fetches.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import random
@@ -104,10 +105,14 @@ class MasterSession:
         sp = self.plan(tuple(fetches), feed_names, tuple(targets))
         step_id = random.getrandbits(62)
         msgs = []
+        # A task may run several partitions of the step (its CPU and GPU): it ends the step's
+        # rendezvous only after the last of them.
+        per_task = collections.Counter(p.task for p in sp.parts)
         for p in sp.parts:
             msgs.append({"type": "RunGraph", "handle": p.handle, "step_id": step_id,
                          "incarnation": p.incarnation, "feeds": {n: feeds[n] for n in p.feeds},
-                         "fetches": list(p.fetches), "timeout_ms": timeout_ms, "trace": trace})
+                         "fetches": list(p.fetches), "timeout_ms": timeout_ms, "trace": trace,
+                         "task_partitions": per_task[p.task]})
         replies = self.master.peers.call_all([(p.task, m) for p, m in zip(sp.parts, msgs)],
                                              timeout_ms, step_id)
         outputs = {f: feeds[f] for f in sp.fed_fetches}
@@ -162,6 +167,7 @@ class Master:
                                        bool(msg.get("trace")))
         except errors.AbortedError:
             s.invalidate()  # a task restarted: register afresh next time
+            self.peers.forget_gpu_counts()
             raise
         reply = {"outputs": values}
         if stats:
@@ -195,6 +201,11 @@ class Master:
         for job, tasks in sorted(self.cluster.items()):
             for idx in sorted(tasks):
                 devices.append(f"/job:{job}/replica:0/task:{idx}/device:CPU:0")
+                try:
+                    n = self.peers.gpu_count(f"/job:{job}/replica:0/task:{idx}")
+                except errors.OpError:
+                    n = 0  # a task that does not answer lists its CPU only
+                devices.extend(f"/job:{job}/replica:0/task:{idx}/device:GPU:{i}" for i in range(n))
         return {"devices": devices}
 
 

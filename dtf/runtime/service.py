@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dtf.framework import errors
 from dtf.runtime.master import Master
 from dtf.runtime.worker import Worker
+from dtf.wire import security as security_mod
 from dtf.wire import transport
 
 log = logging.getLogger("dtf")
@@ -19,6 +20,8 @@ log = logging.getLogger("dtf")
 PING_EVERY_S = 2.0
 PING_TIMEOUT_S = 3.0
 LOG_WAIT_EVERY_S = 10.0
+
+_FROM_ENV = object()  # TaskService's default: keys from DTF_CLUSTER_KEYS, else plain
 
 # Services living in this process, by normalised address: calls to them skip the wire.
 _IN_PROCESS: dict = {}
@@ -175,14 +178,9 @@ class Peers:
             now = time.monotonic()
             if now - state["last_ping"] >= PING_EVERY_S:
                 state["last_ping"] = now
-                for i, task, address, rid in remote:
+                for i, task, address, rid, incarnation in remote:
                     if i not in early:
-                        try:
-                            self._client.ping(address, PING_TIMEOUT_S)
-                        except transport.Unreachable:
-                            raise errors.UnavailableError(
-                                None, None, f"Task {task} at {address} is not answering (it may "
-                                "have died)") from None
+                        self._check_alive(task, address, incarnation)
 
         return on_idle
 
@@ -210,24 +208,62 @@ class Peers:
                                                "tensor": value})
 
     def gpu_counts(self):
-        return {}
+        """(job, index) -> GPU count, for placement: each task is asked on first use."""
+        return _GpuCounts(self)
+
+    def gpu_count(self, task) -> int:
+        """A task's GPU count from its Status reply, kept until ``forget_gpu_counts`` (the
+        master calls it when a task has restarted: the new incarnation may differ)."""
+        n = self._gpus.get(task)
+        if n is None:
+            svc = self._service(task)
+            if svc is not None:
+                n = svc.worker.gpu_count
+            else:
+                n = int(self.call(task, {"type": "Status"}, timeout_s=PING_TIMEOUT_S * 3).get("gpus", 0))
+            self._gpus[task] = n
+        return n
+
+    def forget_gpu_counts(self):
+        self._gpus.clear()
 
     def close(self):
         self._pool.shutdown(wait=False)
         self._client.close()
 
 
+class _GpuCounts:
+    """A lazy {(job, index): GPU count}: placement only asks about tasks that GPU-pinned
+    ops name, so CPU-only graphs never probe a task's devices."""
+
+    def __init__(self, peers):
+        self._peers = peers
+
+    def get(self, key, default=0):
+        job, index = key
+        try:
+            return self._peers.gpu_count(task_name(job, index))
+        except errors.InvalidArgumentError:
+            return default
+
+
 class TaskService:
     """The master and worker of one task, served on the task's address."""
 
-    def __init__(self, cluster: dict, job: str, index: int, security=None, max_message_bytes=None):
+    def __init__(self, cluster: dict, job: str, index: int, security=_FROM_ENV, max_message_bytes=None,
+                 listen=True, state=None):
+        """``listen=False``: an in-process-only task (no socket), reached via ``dispatch``;
+        ``state`` shares variables with an in-process session."""
         self.cluster = cluster
         self.job = job
         self.index = index
         self.task = task_name(job, index)
         self.address = cluster[job][index]
+        if security is _FROM_ENV:
+            security = security_mod.from_env()
+        self.security = security
         self.peers = Peers(cluster, self.task, self, transport.Client(security))
-        self.worker = Worker(self.task, self.peers.push_tensor)
+        self.worker = Worker(self.task, self.peers.push_tensor, state)
         self.master = Master(self.task, cluster, self.peers)
         self._handlers = {
             "RegisterGraph": self.worker.register_graph,
@@ -248,11 +284,11 @@ class TaskService:
             "AbortStep": self.worker.abort_step,
         }
         self._loop = transport.ServerLoop(self.address, self._handlers, self._inline, self.task,
-                                          security, max_message_bytes=max_message_bytes)
+                                          security, max_message_bytes=max_message_bytes) if listen else None
         self._running = False
 
     def start(self):
-        if self._running:
+        if self._running or self._loop is None:
             return
         self._running = True
         with _IN_PROCESS_LOCK:
@@ -272,13 +308,14 @@ class TaskService:
         s = self.worker.status()
         s.update({"job": self.job, "index": self.index, "address": self.address,
                   "sessions": self.master.sessions_created,
-                  "messages": self._loop.messages_served, "time": time.time()})
+                  "messages": self._loop.messages_served if self._loop else 0, "time": time.time()})
         return s
 
     def stop(self):
         with _IN_PROCESS_LOCK:
             if _IN_PROCESS.get(normalize_address(self.address)) is self:
                 del _IN_PROCESS[normalize_address(self.address)]
-        self._loop.stop()
+        if self._loop is not None:
+            self._loop.stop()
         self.peers.close()
         self._running = False

@@ -38,6 +38,7 @@ class Worker:
         self.steps_run = 0
         self.last_error = ""
         self._gpu_count = None
+        self._parts_done: dict = {}
 
     @property
     def gpu_count(self) -> int:
@@ -83,16 +84,20 @@ class Worker:
         if msg.get("timeout_ms"):
             deadline = time.monotonic() + msg["timeout_ms"] / 1000.0
         rendezvous = self.rendezvous.step(step_id)
-        rendezvous.on_idle = msg.get("_on_idle")  # only set by a master in this process
+        if msg.get("_on_idle") is not None:  # only set by a master in this process
+            rendezvous.on_idle = msg["_on_idle"]
         ctx = StepContext(self.state, step_id, rendezvous, deadline, executor.device, self.task_name)
         stats = [] if msg.get("trace") else None
+        parts = int(msg.get("task_partitions") or 1)
         try:
             values = plan.run(ctx, [feeds[n] for n in feed_names], stats)
         except errors.OpError as e:
             self.last_error = e.message.splitlines()[0][:300]
+            if parts > 1:  # this task's other partitions of the step must not wait for it
+                self.rendezvous.abort(step_id, e)
             raise
         finally:
-            self.rendezvous.finish(step_id)
+            self._partition_done(step_id, parts)
         self.steps_run += 1
         # Fetches of a GPU partition leave it in host memory.
         values = [v.copy_to_host() if hasattr(v, "copy_to_host") else v for v in values]
@@ -101,6 +106,17 @@ class Worker:
             reply["stats"] = [{"node": s.node_name, "op": s.op, "start_us": s.all_start_micros,
                                "dur_us": s.op_end_rel_micros, "shapes": s.output_shapes} for s in stats]
         return reply
+
+    def _partition_done(self, step_id, parts):
+        """Ends the step's rendezvous once all ``parts`` partitions of it here have run."""
+        if parts > 1:
+            with self._lock:
+                done = self._parts_done.get(step_id, 0) + 1
+                if done < parts:
+                    self._parts_done[step_id] = done
+                    return
+                self._parts_done.pop(step_id, None)
+        self.rendezvous.finish(step_id)
 
     # -- step control --------------------------------------------------------------------
     def tensor_push(self, msg):

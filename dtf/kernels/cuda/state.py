@@ -1,0 +1,27 @@
+"""GPU kernels of the variable, update and random ops, in host memory.
+
+Variables live in the task's ResourceManager as host arrays whatever device their ops are
+placed on, so a model built under ``tf.device('/gpu:0')`` runs without soft placement:
+these kernels copy device inputs to the host and run the CPU kernel. Values the partition
+reads from a variable are copied to the device by the first GPU kernel that uses them.
+"""
+from __future__ import annotations
+
+from dtf.kernels.cpu.state import UPDATES
+from dtf.kernels.registry import lookup, register_kernel
+from . import device as D
+
+HOST_OPS = ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
+            "RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt", *UPDATES)
+
+
+def _on_host(op):
+    def factory(node):
+        cpu = lookup(op, "CPU", node.dtype_key).factory(node)
+        return lambda ctx, *xs: cpu(ctx, *[D.to_host(x) for x in xs])
+
+    return factory
+
+
+for _op in HOST_OPS:
+    register_kernel(_op, "GPU", label="host memory")(_on_host(_op))

@@ -1,0 +1,113 @@
+"""GPU placement end to end in tf.Session(): partitions, soft placement, errors, logging,
+step stats and the task's reported GPUs (on the CUDA simulator: one GPU)."""
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dtf as tf
+from dtf.framework.graph_def import NodeDef
+from dtf.placement import ClusterView, place
+
+pytestmark = pytest.mark.gpu
+
+SOFT = tf.ConfigProto(allow_soft_placement=True)
+
+
+def test_import_dtf_does_not_import_numba_cuda():
+    code = "import sys, dtf; sys.exit('numba.cuda' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def _mlp(device):
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [None, 5], name="x")
+    y = tf.placeholder(tf.int32, [None], name="y")
+    with tf.device(device):
+        w = tf.Variable(rng.uniform(-1, 1, (5, 3)).astype(np.float32), name="w")
+        b = tf.Variable(np.zeros(3, np.float32), name="b")
+        logits = tf.nn.relu(tf.matmul(x, w) + b)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    return x, y, w, loss, train
+
+
+def _train(device):
+    tf.reset_default_graph()
+    x, y, w, loss, train = _mlp(device)
+    feed = {x: np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5), y: np.int32([0, 1, 2, 1])}
+    with tf.Session(config=SOFT) as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train, feed)
+        return sess.run([loss, w], feed)
+
+
+def test_mlp_training_step_on_gpu_matches_cpu():
+    gpu_loss, gpu_w = _train("/gpu:0")
+    cpu_loss, cpu_w = _train("/cpu:0")
+    assert isinstance(gpu_w, np.ndarray)
+    np.testing.assert_allclose(gpu_loss, cpu_loss, rtol=1e-5)
+    np.testing.assert_allclose(gpu_w, cpu_w, rtol=1e-5, atol=1e-6)
+
+
+def test_op_without_gpu_kernel_needs_soft_placement():
+    x = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with tf.device("/device:GPU:0"):
+        y = tf.strided_slice(x, [0, 1], [2, 3], [1, 1]) * 2.0
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="StridedSlice.*GPU|GPU.*StridedSlice"):
+            sess.run(y)
+    with tf.Session(config=SOFT) as sess:
+        np.testing.assert_allclose(sess.run(y), [[2, 4], [8, 10]])
+
+
+def test_missing_gpu_is_an_error_naming_op_and_device():
+    one, two = tf.constant(1.0), tf.constant(2.0)
+    with tf.device("/device:GPU:3"):
+        y = tf.add(one, two, name="far_add")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="far_add.*GPU:3"):
+            sess.run(y)
+    with tf.Session(config=SOFT) as sess:
+        assert sess.run(y) == 3.0
+
+
+def test_placement_logging_and_step_stats(caplog):
+    with tf.device("/gpu:0"):
+        y = tf.matmul(tf.constant(np.eye(2, dtype=np.float32)), tf.constant([[1.0], [2.0]]), name="mm")
+    config = tf.ConfigProto(log_device_placement=True)
+    meta = tf.RunMetadata()
+    with caplog.at_level(logging.INFO, logger="dtf"), tf.Session(config=config) as sess:
+        out = sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+        devices = [d.name for d in sess.list_devices()]
+    np.testing.assert_allclose(out, [[1], [2]])
+    assert "mm: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0" in caplog.text
+    gpu_stats = [d for d in meta.step_stats.dev_stats if d.device.endswith("GPU:0")]
+    assert gpu_stats and "mm" in [s.node_name for s in gpu_stats[0].node_stats]
+    assert "/job:localhost/replica:0/task:0/device:GPU:0" in devices
+
+
+def test_cpu_only_graphs_keep_the_fast_path():
+    with tf.Session() as sess:
+        assert sess.run(tf.constant(2.0) * 3.0) == 6.0
+        assert sess._backend._gpu_backend is None
+
+
+def test_status_reports_gpus_and_placement_uses_them():
+    from dtf.runtime.service import TaskService
+
+    task = TaskService({"w": {0: "in-process"}}, "w", 0, listen=False)
+    try:
+        assert task.status()["gpus"] == 1
+        assert task.master.cluster_view().gpu_count("w", 0) == 1
+    finally:
+        task.stop()
+    node = NodeDef("m", "MatMul", ["a:0", "b:0"], [], "/job:w/task:1/device:GPU:0", {"T": tf.float32},
+                   [tf.float32])
+    view = ClusterView({"w": {0, 1}}, "w", 0, {("w", 1): 1})
+    assert place([node], view) == {"m": "/job:w/replica:0/task:1/device:GPU:0"}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="task:0 has 0 GPU"):
+        place([NodeDef("m", "MatMul", [], [], "/job:w/task:0/device:GPU:0", {"T": tf.float32},
+                       [tf.float32])], view)

@@ -87,6 +87,19 @@ def decode(frames, max_message_bytes: int | None = None) -> dict:
     return _unpack(body, frames, 0)
 
 
+def peek_id(frames):
+    """The request id of a message without decoding its tensors (None when unreadable), so
+    that a refused message still gets a reply its sender recognises."""
+    try:
+        head = _buffer(frames[0])
+        if len(head) > MAX_HEADER_BYTES:
+            return None
+        rid = json.loads(bytes(head).decode("utf-8")).get("id")
+        return rid if isinstance(rid, int) else None
+    except (IndexError, ValueError, AttributeError, UnicodeDecodeError):
+        return None
+
+
 def _buffer(frame):
     if isinstance(frame, (bytes, bytearray, memoryview)):
         return memoryview(frame)

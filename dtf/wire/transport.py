@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import zmq
 
 from dtf.framework import errors
-from . import codec
+from . import codec, security as _security
 
 log = logging.getLogger("dtf.wire")
 
@@ -41,12 +41,17 @@ class Unreachable(Exception):
     """The peer did not answer in time (the caller names the task)."""
 
 
-class Client:
-    """Synchronous requests to servers, one DEALER socket per (thread, address)."""
+_FROM_ENV = object()
 
-    def __init__(self, security=None):
+
+class Client:
+    """Synchronous requests to servers, one DEALER socket per (thread, address).
+    ``security``: the cluster's keys (default: from DTF_CLUSTER_KEYS, else plain)."""
+
+    def __init__(self, security=_FROM_ENV):
         self._local = threading.local()
-        self._security = security
+        self._security = _security.from_env() if security is _FROM_ENV else security
+        self._max_bytes = _security.max_message_bytes()
         self._all_sockets: list = []
         self._lock = threading.Lock()
 
@@ -77,8 +82,17 @@ class Client:
         """Sends a request; returns its id. The reply is read with ``receive``."""
         rid = next(_ids)
         header["id"] = rid
-        self._socket(address, kind).send_multipart(codec.encode(header), copy=False)
+        frames = codec.encode(header)
+        self._check_size(frames, address)
+        self._socket(address, kind).send_multipart(frames, copy=False)
         return rid
+
+    def _check_size(self, frames, address):
+        size = sum(len(f) if not isinstance(f, memoryview) else f.nbytes for f in frames)
+        if size > self._max_bytes:
+            raise errors.ResourceExhaustedError(
+                None, None, f"message of {size} bytes to {address} exceeds the limit of "
+                f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})")
 
     def receive(self, address, rid, timeout_s, kind="rpc", on_wait=None):
         """Waits for the reply to ``rid``; raises Unreachable after ``timeout_s``.
@@ -137,7 +151,9 @@ class Client:
     def push(self, address, header):
         """One-way message (no reply), e.g. a tensor for a peer's rendezvous."""
         header["id"] = 0
-        self._socket(address, "push").send_multipart(codec.encode(header), copy=False)
+        frames = codec.encode(header)
+        self._check_size(frames, address)
+        self._socket(address, "push").send_multipart(frames, copy=False)
 
     def close(self):
         with self._lock:
@@ -158,10 +174,14 @@ class ServerLoop:
         self._handlers = handlers
         self._inline = inline
         self._task = task_name
-        self._max_bytes = max_message_bytes
+        self._max_bytes = max_message_bytes or _security.max_message_bytes()
         self._ctx = context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
+        # Messages over the limit get an error reply. ZeroMQ itself drops a peer whose frame
+        # exceeds twice the limit before allocating it, so no message can make a task
+        # allocate without bound. dtf clients check the limit before sending (Client.send).
+        self._router.setsockopt(zmq.MAXMSGSIZE, 2 * self._max_bytes)
         if security is not None:
             security.configure_server(self._router)
         try:
@@ -224,8 +244,15 @@ class ServerLoop:
     def _on_message(self, frames):
         self.messages_served += 1
         ident, body = frames[0], frames[1:]
+        size = sum(len(f) for f in body)
+        if size > self._max_bytes:
+            log.warning("%s: refused a message of %d bytes (limit %d)", self._task, size, self._max_bytes)
+            self._send_now(ident, _error_reply(codec.peek_id(body), errors.ResourceExhaustedError(
+                None, None, f"message of {size} bytes refused by {self._task}: the limit is "
+                f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"), self._task))
+            return
         try:
-            msg = codec.decode(body, self._max_bytes)
+            msg = codec.decode(body)
         except codec.WireError as e:
             log.warning("%s: refused a malformed message: %s", self._task, e)
             self._send_now(ident, _error_reply(None, errors.InvalidArgumentError(
@@ -276,6 +303,10 @@ class ServerLoop:
         if self._stopping:
             return
         self._stopping = True
+        if not self._thread.is_alive():  # never started: nothing to wake
+            self._close_sockets()
+            self._pool.shutdown(wait=False)
+            return
         s = self._ctx.socket(zmq.PUSH)
         s.setsockopt(zmq.LINGER, 0)
         s.connect(self._wake_endpoint)

@@ -1,0 +1,106 @@
+"""CURVE clusters: only holders of the cluster's keys get anything executed; size limits."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import zmq
+
+import dtf as tf
+from dtf.framework import errors
+from dtf.wire import security, transport
+from tests.cluster.conftest import Cluster
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def keyfile(tmp_path):
+    path = tmp_path / "cluster.key"
+    security.ClusterKeys.generate().save(path)
+    return str(path)
+
+
+@pytest.fixture
+def secure_cluster(keyfile, monkeypatch):
+    monkeypatch.setenv(security.ENV_KEYS, keyfile)  # inherited by the task processes
+    cl = Cluster({"local": 2}).start_all()
+    yield cl
+    cl.stop()
+
+
+def _graph():
+    x = tf.constant(2)
+    with tf.device("/job:local/task:1"):
+        y2 = x - 66
+    with tf.device("/job:local/task:0"):
+        y = x + 300 + y2
+    return y
+
+
+def test_key_holder_runs_graphs_across_tasks(secure_cluster):
+    with tf.Session(secure_cluster.target("local", 0)) as sess:
+        assert sess.run(_graph()) == 238
+
+
+@pytest.mark.parametrize("client_keys", ["none", "other"])
+def test_client_without_the_keys_gets_nothing(secure_cluster, monkeypatch, client_keys, tmp_path):
+    address = secure_cluster.jobs["local"][0]
+    keys = None if client_keys == "none" else security.ClusterKeys.generate()
+    client = transport.Client(keys)
+    try:
+        with pytest.raises(transport.Unreachable):
+            client.ping(address, 1.0)
+        with pytest.raises(transport.Unreachable):
+            client.call(address, {"type": "Status"}, 1.0)
+    finally:
+        client.close()
+    if client_keys == "none":
+        monkeypatch.delenv(security.ENV_KEYS)
+    else:
+        other = tmp_path / "other.key"
+        keys.save(other)
+        monkeypatch.setenv(security.ENV_KEYS, str(other))
+    monkeypatch.setenv("DTF_CONNECT_TIMEOUT_S", "1.5")
+    with tf.Session(secure_cluster.target("local", 0)) as sess:
+        with pytest.raises(errors.UnavailableError, match=address):
+            sess.run(_graph())
+
+
+def test_sockets_are_encrypted_with_curve(keyfile):
+    from dtf.runtime.service import TaskService
+    from dtf.train.server import free_port
+
+    keys = security.ClusterKeys.load(keyfile)
+    svc = TaskService({"local": {0: f"127.0.0.1:{free_port()}"}}, "local", 0, security=keys)
+    try:
+        router = svc._loop._router
+        assert router.get(zmq.MECHANISM) == zmq.CURVE and router.get(zmq.CURVE_SERVER) == 1
+        client = transport.Client(keys)
+        sock = client._socket(svc.address)
+        assert sock.get(zmq.MECHANISM) == zmq.CURVE
+        client.close()
+    finally:
+        svc.stop()
+
+
+def test_key_file_readable_by_others_is_refused(keyfile):
+    os.chmod(keyfile, 0o644)
+    with pytest.raises(security.KeyFileError, match="chmod 600"):
+        security.ClusterKeys.load(keyfile)
+
+
+def test_oversized_message_gets_an_error_reply_and_the_task_keeps_serving(monkeypatch):
+    monkeypatch.setenv(security.ENV_MAX_MESSAGE, str(1 << 20))
+    cl = Cluster({"local": 1}).start_all()
+    try:
+        monkeypatch.delenv(security.ENV_MAX_MESSAGE)  # the client itself allows more
+        big = tf.placeholder(tf.float32, [None])
+        total = tf.reduce_sum(big)
+        with tf.Session(cl.target("local", 0)) as sess:
+            with pytest.raises(errors.ResourceExhaustedError, match="limit"):
+                sess.run(total, {big: np.ones(1 << 19, np.float32)})  # 2 MiB
+            assert sess.run(total, {big: np.ones(10, np.float32)}) == 10.0
+    finally:
+        cl.stop()

@@ -102,6 +102,8 @@ class ClusterConfig:
     def ssh_for(self, host: str) -> SshSettings:
         merged = {**self.ssh_defaults, **self.ssh_hosts.get(host, {})}
         merged["options"] = tuple(merged.get("options", ()))
+        if merged.get("identity_file"):  # "~" and paths relative to this file, as in [paths]
+            merged["identity_file"] = str(self.path.parent / os.path.expanduser(merged["identity_file"]))
         return SshSettings(**merged)
 
 

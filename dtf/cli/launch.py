@@ -1,9 +1,10 @@
 """Starting the tasks of a cluster in the background and waiting until they answer.
 
 Local tasks run as detached processes (``python -m dtf server``) writing to their log file;
-tasks on other hosts must be started there for now (the [ssh] settings are read but not yet
-used). A task counts as running when it
-answers Ping as itself, so a second ``dtf up`` starts nothing.
+tasks on other hosts start the same way over ssh (dtf/cli/ssh.py), with the classic
+``--cluster_spec`` flags so the remote host needs no cluster.toml. Either way the pid is
+recorded, and a task counts as running when it answers Ping as itself over the network, so a
+second ``dtf up`` starts nothing.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from dtf.cli import probe, state
+from dtf.cli import probe, ssh, state
 from dtf.cli.config import is_local_host
 
 
@@ -22,6 +23,7 @@ class Outcome:
     task: object
     state: str  # "running" (found up), "started", or "failed"
     detail: str = ""
+    tail: str | None = None  # the end of its log, when it failed after starting
 
 
 def server_command(config, task) -> list:
@@ -33,15 +35,46 @@ def task_env(config) -> dict:
     return {**os.environ, **config.env, "PYTHONUNBUFFERED": "1"}
 
 
-def start_local(config, task) -> subprocess.Popen:
-    log = state.log_path(config, task)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(server_command(config, task), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, cwd=config.path.parent,
-                                env=task_env(config), start_new_session=True)
-    state.record(config, task, proc.pid)
-    return proc
+def log_location(config, task) -> str:
+    """Where a task's log is: a path here, or 'host:path' for a remote task."""
+    if is_local_host(task.host):
+        return os.path.relpath(state.log_path(config, task))
+    return ssh.log_location(config.ssh_for(task.host), task)
+
+
+class LocalTask:
+    """A task process started here; the same interface as ssh.RemoteTask."""
+
+    def __init__(self, config, task):
+        path = state.log_path(config, task)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as out:
+            self.proc = subprocess.Popen(server_command(config, task), stdin=subprocess.DEVNULL,
+                                         stdout=out, stderr=subprocess.STDOUT, cwd=config.path.parent,
+                                         env=task_env(config), start_new_session=True)
+        self.path = path
+        state.record(config, task, self.proc.pid)
+
+    def exited(self) -> str | None:
+        code = self.proc.poll()
+        return None if code is None else f"its process exited with code {code}"
+
+    def stop(self):
+        self.proc.terminate()
+
+    def tail(self) -> str:
+        return state.tail(self.path)
+
+
+def classic_flags(config) -> str:
+    """The cluster as the classic --cluster_spec flag: 'ps|h:1,worker|h:2;h:3'."""
+    return ",".join(f"{job}|{';'.join(addresses)}" for job, addresses in sorted(config.jobs.items()))
+
+
+def start_remote(config, task) -> ssh.RemoteTask:
+    handle = ssh.start(config.ssh_for(task.host), task, classic_flags(config), config.env)
+    state.record(config, task, handle.pid, host=task.host)
+    return handle
 
 
 def start_cluster(config, timeout_s: float) -> list:
@@ -57,18 +90,14 @@ def start_cluster(config, timeout_s: float) -> list:
             outcomes[task] = Outcome(task, "failed", f"{task.address} is served by {reply.get('task')}, "
                                      f"not by {task.device_name}")
         elif is_local_host(task.host):
-            started[task] = start_local(config, task)
+            started[task] = LocalTask(config, task)
         else:
-            outcomes[task] = Outcome(task, "failed", _remote_hint(config, task))
+            try:
+                started[task] = start_remote(config, task)
+            except ssh.SshError as e:
+                outcomes[task] = Outcome(task, "failed", f"could not start it over ssh: {e}")
     outcomes.update(_wait_until_up(config, started, timeout_s))
     return [outcomes[t] for t in tasks]
-
-
-def _remote_hint(config, task) -> str:
-    flags = ",".join(f"{job}|{';'.join(addresses)}" for job, addresses in sorted(config.jobs.items()))
-    return (f"it runs on {task.host}, and starting tasks over SSH is not implemented yet; start it "
-            f"there with: dtf server --cluster_spec='{flags}' --job_name={task.job} "
-            f"--task_index={task.index}")
 
 
 def _wait_until_up(config, started: dict, timeout_s: float) -> dict:
@@ -77,21 +106,30 @@ def _wait_until_up(config, started: dict, timeout_s: float) -> dict:
     pending = dict(started)
     deadline = time.monotonic() + timeout_s
     while pending:
-        for task, proc in list(pending.items()):
-            code = proc.poll()
-            if code is not None:
-                outcomes[task] = Outcome(task, "failed", f"its process exited with code {code}")
-                state.forget(config, task)
-                del pending[task]
         for task in probe.up_tasks(list(pending), 0.5):
             outcomes[task] = Outcome(task, "started")
             del pending[task]
-        if pending and time.monotonic() >= deadline:
-            for task, proc in pending.items():
-                proc.terminate()
+        for task, handle in list(pending.items()):
+            why = handle.exited()
+            if why is not None:
+                outcomes[task] = Outcome(task, "failed", why, handle.tail())
                 state.forget(config, task)
-                outcomes[task] = Outcome(task, "failed", f"it did not answer within {timeout_s:g} s")
+                del pending[task]
+        if pending and time.monotonic() >= deadline:
+            for task, handle in pending.items():
+                outcomes[task] = _give_up(config, task, handle, f"it did not answer within {timeout_s:g} s")
             break
         if pending:
             time.sleep(0.1)
     return outcomes
+
+
+def _give_up(config, task, handle, why: str) -> Outcome:
+    """Stops a task that never answered; its pid file stays when it could not be stopped."""
+    try:
+        handle.stop()
+    except ssh.SshError as e:
+        why += f"; stopping it failed too ({e}), so `dtf down` will try again"
+    else:
+        state.forget(config, task)
+    return Outcome(task, "failed", why, handle.tail())

@@ -22,11 +22,27 @@ def logs(task: str = typer.Argument(..., metavar="JOB:N", help="The task, e.g. w
         target = cfg.task(task)
     except config_mod.ConfigError as e:
         fail(str(e), 2)
+    if not config_mod.is_local_host(target.host):
+        _print_remote(cfg, target, follow, lines)
+        return
     path = state.log_path(cfg, target)
     if not path.exists():
         fail(f"no log for {target.name} yet ({path} does not exist); start it with `dtf up`", 1)
     try:
         _print_file(path, follow, lines)
+    except KeyboardInterrupt:
+        pass
+
+
+def _print_remote(cfg, target, follow: bool, lines: int):
+    from rich.markup import escape
+
+    from dtf.cli import ssh
+
+    try:
+        ssh.print_log(cfg.ssh_for(target.host), target, follow, lines)
+    except ssh.SshError as e:
+        fail(f"cannot read the log of {target.name}: {escape(str(e))}", 1)
     except KeyboardInterrupt:
         pass
 

@@ -17,21 +17,29 @@ def up(config: ConfigOption = None,
 
 def bring_up(cfg, timeout: float):
     """Starts the cluster and prints its table; exits non-zero naming any task that failed."""
-    from dtf.cli import launch, state
+    from dtf.cli import launch
 
     outcomes = launch.start_cluster(cfg, timeout)
     console.print(_table(cfg, outcomes))
     failed = [o for o in outcomes if o.state == "failed"]
     if failed:
-        parts = [f"task {o.task.name} ({o.task.address}) failed to start: {escape(o.detail)}.\n"
-                 f"Last lines of {state.log_path(cfg, o.task)}:\n"
-                 f"{escape(state.tail(state.log_path(cfg, o.task)))}" for o in failed]
-        fail("\n".join(parts))
+        fail("\n".join(_failure(cfg, o) for o in failed))
     return outcomes
 
 
+def _failure(cfg, outcome) -> str:
+    """One task's failure: what went wrong, and the end of its log when it got that far."""
+    from dtf.cli import launch
+
+    task = outcome.task
+    text = f"task {task.name} ({task.address}) failed to start: {escape(outcome.detail.rstrip('.'))}."
+    if outcome.tail is not None:
+        text += f"\nLast lines of {escape(launch.log_location(cfg, task))}:\n{escape(outcome.tail)}"
+    return text
+
+
 def _table(cfg, outcomes) -> Table:
-    from dtf.cli import state
+    from dtf.cli import launch, state
 
     table = Table(title=f"cluster {cfg.path}", title_justify="left")
     for column in ("task", "address", "state", "pid", "log"):
@@ -41,11 +49,5 @@ def _table(cfg, outcomes) -> Table:
         record = state.recorded(cfg, o.task) or {}
         label = "already running" if o.state == "running" else o.state
         table.add_row(o.task.name, o.task.address, f"[{style[o.state]}]{label}[/]",
-                      str(record.get("pid", "")), _relative(state.log_path(cfg, o.task)))
+                      str(record.get("pid", "")), launch.log_location(cfg, o.task))
     return table
-
-
-def _relative(path) -> str:
-    import os
-
-    return os.path.relpath(path)

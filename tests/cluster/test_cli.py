@@ -224,20 +224,3 @@ def test_completions_are_up_to_date(tmp_path):
     for name in ("dtf.bash", "_dtf", "dtf.fish"):
         assert (tmp_path / name).read_text() == (REPO / "completions" / name).read_text(), \
             f"completions/{name} is stale: run completions/generate.sh"
-
-
-@pytest.mark.cluster
-def test_up_names_a_remote_task_it_cannot_start(tmp_path):
-    port = free_port()
-    (tmp_path / "cluster.toml").write_text(
-        f'[jobs]\nworker = ["127.0.0.1:{port}"]\nps = ["192.0.2.7:2222"]\n')
-    try:
-        r = dtf("up", "--timeout", "20", cwd=tmp_path)
-        assert r.returncode == 1
-        assert "ps:0" in r.stderr and "dtf server --cluster_spec=" in r.stderr
-        assert "Traceback" not in r.stderr
-    finally:
-        pids = _recorded_pids(tmp_path)
-        dtf("down", cwd=tmp_path, timeout=30)
-        for pid in pids:
-            _kill(pid)

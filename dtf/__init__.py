@@ -49,8 +49,22 @@ from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
-from dtf import distribute, initializers, nn, queue, random, summary, train  # noqa: F401,E402
-from dtf.summary import Event, HistogramProto, SessionLog, Summary  # noqa: F401,E402
+from dtf import initializers, nn, queue, random, train  # noqa: F401,E402
+
+# Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
+_LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute"}
+_LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
+               "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module(_LAZY_MODULES[name])
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+    raise AttributeError(f"module 'dtf' has no attribute {name!r}")
 from dtf.ops.reduction_ops import (  # noqa: F401,E402
     argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum,

@@ -13,7 +13,6 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.kernels.registry import register_kernel
-from dtf.summary import proto
 
 _DBL_MAX = sys.float_info.max
 
@@ -33,6 +32,8 @@ DEFAULT_BUCKET_LIMITS = _default_bucket_limits()
 
 def histogram_proto(values, limits=DEFAULT_BUCKET_LIMITS) -> proto.HistogramProto:
     """TF's Histogram::Add over ``values`` then EncodeToProto(preserve_zero_buckets=False)."""
+    from dtf.summary import proto  # lazily: summaries are rare, start-up is not
+
     x = np.asarray(values, dtype=np.float64).ravel()
     index = np.minimum(np.searchsorted(limits, x, side="right"), len(limits) - 1)
     counts = np.bincount(index, minlength=len(limits)).astype(np.float64)
@@ -63,6 +64,8 @@ def _invalid(msg):
 
 @register_kernel("ScalarSummary", "CPU")
 def scalar_summary(node):
+    from dtf.summary import proto  # lazily: summaries are rare, start-up is not
+
     def compute(ctx, tags, values):
         tags, values = np.asarray(tags, dtype=object), np.asarray(values)
         if tags.shape != values.shape:
@@ -79,6 +82,8 @@ def scalar_summary(node):
 
 @register_kernel("HistogramSummary", "CPU")
 def histogram_summary(node):
+    from dtf.summary import proto  # lazily: summaries are rare, start-up is not
+
     def compute(ctx, tag, values):
         if np.ndim(tag) != 0:
             raise _invalid("tags must be scalar")
@@ -96,6 +101,8 @@ def histogram_summary(node):
 
 @register_kernel("MergeSummary", "CPU")
 def merge_summary(node):
+    from dtf.summary import proto  # lazily: summaries are rare, start-up is not
+
     def compute(ctx, *inputs):
         seen, parts = set(), []
         for data in (s for x in inputs for s in np.asarray(x, dtype=object).flat):

@@ -29,29 +29,23 @@ _NP_BY_NAME = {d.name: np.dtype(d.as_numpy_dtype) for d in dtypes.ALL if d.name 
 
 
 def encode(header: dict, max_frame_bytes: int | None = None) -> list:
-    """Encodes a message (dict with plain data, DTypes, bytes and numpy arrays) into frames."""
+    """Encodes a message (dict with plain data, DTypes, bytes and numpy arrays) into frames.
+    JSON's C encoder walks the message; only arrays, dtypes and bytes reach Python."""
     frames: list = [b""]
-    body = _pack(header, frames)
-    frames[0] = json.dumps(body, separators=(",", ":")).encode()
+
+    def special(obj):
+        if isinstance(obj, np.ndarray):
+            return _pack_tensor(obj, frames)
+        if isinstance(obj, dtypes.DType):
+            return {"@d": obj.name}
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return {"@b": base64.b64encode(bytes(obj)).decode()}
+        if isinstance(obj, np.generic):
+            return _pack_tensor(np.asarray(obj), frames)
+        raise TypeError(f"cannot put a {type(obj).__name__} on the wire")
+
+    frames[0] = json.dumps(header, separators=(",", ":"), default=special).encode()
     return frames
-
-
-def _pack(obj, frames):
-    if isinstance(obj, np.ndarray):
-        return _pack_tensor(obj, frames)
-    if isinstance(obj, dict):
-        return {str(k): _pack(v, frames) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_pack(v, frames) for v in obj]
-    if isinstance(obj, dtypes.DType):
-        return {"@d": obj.name}
-    if isinstance(obj, (bytes, bytearray, memoryview)):
-        return {"@b": base64.b64encode(bytes(obj)).decode()}
-    if isinstance(obj, np.generic):
-        return _pack_tensor(np.asarray(obj), frames)
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise TypeError(f"cannot put a {type(obj).__name__} on the wire")
 
 
 def _pack_tensor(arr: np.ndarray, frames):
@@ -78,38 +72,8 @@ def decode(frames, max_message_bytes: int | None = None) -> dict:
         total = sum(len(_buffer(f)) for f in frames)
         if total > max_message_bytes:
             raise WireError(f"message of {total} bytes exceeds the limit of {max_message_bytes}")
-    try:
-        body = json.loads(bytes(head).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise WireError(f"header is not valid JSON: {e}") from None
-    if not isinstance(body, dict):
-        raise WireError("header must be a JSON object")
-    return _unpack(body, frames, 0)
-
-
-def peek_id(frames):
-    """The request id of a message without decoding its tensors (None when unreadable), so
-    that a refused message still gets a reply its sender recognises."""
-    try:
-        head = _buffer(frames[0])
-        if len(head) > MAX_HEADER_BYTES:
-            return None
-        rid = json.loads(bytes(head).decode("utf-8")).get("id")
-        return rid if isinstance(rid, int) else None
-    except (IndexError, ValueError, AttributeError, UnicodeDecodeError):
-        return None
-
-
-def _buffer(frame):
-    if isinstance(frame, (bytes, bytearray, memoryview)):
-        return memoryview(frame)
-    return frame.buffer  # zmq.Frame
-
-
-def _unpack(obj, frames, depth):
-    if depth > 64:
-        raise WireError("message nesting too deep")
-    if isinstance(obj, dict):
+    def special(obj):
+        # Called by JSON's C decoder for every object, innermost first.
         if "@t" in obj:
             return _unpack_tensor(obj, frames)
         if "@d" in obj:
@@ -122,10 +86,38 @@ def _unpack(obj, frames, depth):
                 return base64.b64decode(obj["@b"], validate=True)
             except (ValueError, TypeError):
                 raise WireError("bad base64 bytes") from None
-        return {k: _unpack(v, frames, depth + 1) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_unpack(v, frames, depth + 1) for v in obj]
-    return obj
+        return obj
+
+    try:
+        body = json.loads(bytes(head).decode("utf-8"), object_hook=special)
+    except (UnicodeDecodeError, ValueError) as e:
+        if isinstance(e, WireError):
+            raise
+        raise WireError(f"header is not valid JSON: {e}") from None
+    except RecursionError:
+        raise WireError("message nesting too deep") from None
+    if not isinstance(body, dict):
+        raise WireError("header must be a JSON object")
+    return body
+
+
+def peek_id(frames):
+    """The request id of a message without decoding its tensors (None when unreadable), so
+    that a refused message still gets a reply its sender recognises."""
+    try:
+        head = _buffer(frames[0])
+        if len(head) > MAX_HEADER_BYTES:
+            return None
+        rid = json.loads(bytes(head).decode("utf-8")).get("id")
+        return rid if isinstance(rid, int) else None
+    except (IndexError, ValueError, AttributeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _buffer(frame):
+    if isinstance(frame, (bytes, bytearray, memoryview)):
+        return memoryview(frame)
+    return frame.buffer  # zmq.Frame
 
 
 def _unpack_tensor(ref, frames):
@@ -133,8 +125,10 @@ def _unpack_tensor(ref, frames):
         idx = int(ref["@t"])
         dtype = ref["dtype"]
         shape = [int(d) for d in ref["shape"]]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: Infinity
         raise WireError("malformed tensor reference") from None
+    if not isinstance(dtype, str):
+        raise WireError(f"unknown tensor dtype {dtype!r}")
     if not 0 < idx < len(frames):
         raise WireError(f"tensor frame {idx} missing (message has {len(frames)} frames)")
     if any(d < 0 for d in shape) or len(shape) > 32:
@@ -145,8 +139,8 @@ def _unpack_tensor(ref, frames):
     buf = _buffer(frames[idx])
     if dtype == "string":
         lens = ref.get("lens")
-        if not isinstance(lens, list) or len(lens) != n or sum(lens) != len(buf) or any(
-                not isinstance(x, int) or x < 0 for x in lens):
+        if not isinstance(lens, list) or len(lens) != n or any(
+                not isinstance(x, int) or x < 0 for x in lens) or sum(lens) != len(buf):
             raise WireError("string tensor lengths do not match its frame")
         out = np.empty(n, dtype=object)
         raw = bytes(buf)
@@ -154,7 +148,7 @@ def _unpack_tensor(ref, frames):
         for i, ln in enumerate(lens):
             out[i] = raw[pos:pos + ln]
             pos += ln
-        return out.reshape(shape)
+        return _shaped(out, shape)
     npd = _NP_BY_NAME.get(dtype)
     if npd is None:
         raise WireError(f"unknown tensor dtype {dtype!r}")
@@ -162,7 +156,15 @@ def _unpack_tensor(ref, frames):
         raise WireError(f"tensor frame has {len(buf)} bytes, expected {n * npd.itemsize} for "
                         f"{dtype}{shape}")
     if n == 0:
-        return np.zeros(shape, dtype=npd)
+        return _shaped(np.zeros(0, dtype=npd), shape)
     # Zero-copy view of the received frame. Received frames are read-only: kernels never
     # mutate inputs, and variables replace (not mutate) their arrays.
     return np.frombuffer(buf, dtype=npd).reshape(shape)
+
+
+def _shaped(flat: np.ndarray, shape) -> np.ndarray:
+    """``flat`` reshaped; an empty tensor may still declare dims numpy cannot represent."""
+    try:
+        return flat.reshape(shape)
+    except (ValueError, OverflowError):
+        raise WireError(f"bad tensor shape {shape}") from None

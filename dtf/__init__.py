@@ -49,12 +49,20 @@ from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
-from dtf import initializers, nn, queue, random, train  # noqa: F401,E402
+from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute"}
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
+
+
+def disable_eager_execution():
+    """A no-op: dtf only has graph mode (scripts written for tf.compat.v1 call it)."""
+
+
+def disable_v2_behavior():
+    """A no-op: dtf only has TF1 behaviour."""
 
 
 def __getattr__(name):

@@ -1,0 +1,32 @@
+"""Names TF1 scripts reach for beyond ops: tf.compat.v1, tf.app, tf.logging, namespaces."""
+import pytest
+
+import dtf as tf
+
+
+def test_compat_v1_is_the_tf1_surface():
+    v1 = tf.compat.v1
+    v1.disable_eager_execution()
+    x = v1.placeholder(v1.float32, [2])
+    with v1.Session() as sess:
+        assert list(sess.run(x * 2.0, {x: [1, 2]})) == [2.0, 4.0]
+
+
+def test_app_run_exits_with_main_return_value():
+    with pytest.raises(SystemExit) as e:
+        tf.app.run(main=lambda argv: 3, argv=["prog"])
+    assert e.value.code == 3
+
+
+def test_logging_levels_and_calls(caplog):
+    tf.logging.set_verbosity(tf.logging.INFO)
+    with caplog.at_level(tf.logging.INFO, logger="dtf"):
+        tf.logging.info("step %d", 7)
+    assert "step 7" in caplog.text
+
+
+def test_namespaces_resolve():
+    assert tf.train.Server and tf.train.ClusterSpec and tf.train.MonitoredTrainingSession
+    assert tf.nn.relu and tf.summary.scalar and tf.errors.AbortedError
+    assert tf.distribute.cluster_resolver.TFConfigClusterResolver
+    assert tf.queue.FIFOQueue and tf.initializers.zeros and tf.random.normal

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import zmq
 
@@ -197,7 +197,7 @@ class ServerLoop:
         self._wake_endpoint = f"inproc://dtf-wake-{id(self)}-{os.getpid()}"
         self._wake = self._ctx.socket(zmq.PULL)
         self._wake.bind(self._wake_endpoint)
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"dtf-{task_name}")
+        self._pool = HandlerPool(max_workers, f"dtf-{task_name}")
         self._push_local = threading.local()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=f"dtf-io-{task_name}", daemon=True)
@@ -225,20 +225,18 @@ class ServerLoop:
                 events = dict(poller.poll(1000))
             except zmq.ZMQError:
                 break
+            # Drain by checking EVENTS: raising zmq.Again per empty read cost ~7% of a step.
             if self._replies in events:
-                while True:
-                    try:
-                        frames = self._replies.recv_multipart(zmq.NOBLOCK, copy=False)
-                    except zmq.Again:
-                        break
+                while self._replies.get(zmq.EVENTS) & zmq.POLLIN:
+                    frames = self._replies.recv_multipart(copy=False)
                     self._router.send_multipart(frames, copy=False)
             if self._router in events:
-                while True:
+                while self._router.get(zmq.EVENTS) & zmq.POLLIN:
+                    frames = self._router.recv_multipart(copy=False)
                     try:
-                        frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
-                    except zmq.Again:
-                        break
-                    self._on_message(frames)
+                        self._on_message(frames)
+                    except Exception:  # noqa: BLE001 - no message may stop the I/O thread
+                        log.exception("%s: failed to handle a message", self._task)
         self._close_sockets()
 
     def _on_message(self, frames):
@@ -255,11 +253,13 @@ class ServerLoop:
             msg = codec.decode(body)
         except codec.WireError as e:
             log.warning("%s: refused a malformed message: %s", self._task, e)
-            self._send_now(ident, _error_reply(None, errors.InvalidArgumentError(
+            self._send_now(ident, _error_reply(codec.peek_id(body), errors.InvalidArgumentError(
                 None, None, f"malformed message refused by {self._task}: {e}"), self._task))
             return
         mtype = msg.get("type")
         rid = msg.get("id")
+        if not isinstance(mtype, str):  # an unhashable type would break the lookups
+            mtype = repr(mtype)[:100]
         fn = self._inline.get(mtype)
         if fn is not None:
             try:
@@ -305,7 +305,7 @@ class ServerLoop:
         self._stopping = True
         if not self._thread.is_alive():  # never started: nothing to wake
             self._close_sockets()
-            self._pool.shutdown(wait=False)
+            self._pool.shutdown()
             return
         s = self._ctx.socket(zmq.PUSH)
         s.setsockopt(zmq.LINGER, 0)
@@ -313,11 +313,54 @@ class ServerLoop:
         s.send(b"")
         s.close()
         self._thread.join(5)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
 
     def _close_sockets(self):
         for s in (self._router, self._replies, self._wake):
             s.close(0)
+
+
+class HandlerPool:
+    """Threads that run handlers. Lighter than ThreadPoolExecutor (no Future per call,
+    which showed up at ~15% of a cross-task step). A job never waits behind a busy
+    thread: submit reserves an idle thread or starts a new one (up to ``max_workers``),
+    because a handler may block until another handler of the same step runs."""
+
+    def __init__(self, max_workers, name):
+        self._jobs = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads: list = []
+        self._max = max_workers
+        self._name = name
+
+    def submit(self, fn, *args):
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            elif len(self._threads) < self._max:
+                t = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads)}",
+                                     daemon=True)
+                self._threads.append(t)
+                t.start()
+        self._jobs.put((fn, args))
+
+    def _work(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, args = job
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - handlers report their own errors
+                log.exception("%s: handler failed", self._name)
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self):
+        for _ in self._threads:
+            self._jobs.put(None)
 
 
 def _error_reply(rid, e, task):

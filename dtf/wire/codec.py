@@ -16,6 +16,7 @@ import json
 import numpy as np
 
 from dtf.framework import dtypes
+from . import shm
 
 PROTOCOL_VERSION = 1
 CHUNK_BYTES = 4 << 20
@@ -29,13 +30,17 @@ class WireError(ValueError):
 _NP_BY_NAME = {d.name: np.dtype(d.as_numpy_dtype) for d in dtypes.ALL if d.name != "string"}
 
 
-def encode(header: dict, max_frame_bytes: int | None = None) -> list:
+def encode(header: dict, same_host: bool = False) -> list:
     """Encodes a message (dict with plain data, DTypes, bytes and numpy arrays) into frames.
-    JSON's C encoder walks the message; only arrays, dtypes and bytes reach Python."""
+    JSON's C encoder walks the message; only arrays, dtypes and bytes reach Python.
+    ``same_host``: the peer shares this host, so large tensors go through shared memory
+    (``{"@s": notice}``, see dtf.wire.shm) instead of the socket."""
     frames: list = [b""]
 
     def special(obj):
         if isinstance(obj, np.ndarray):
+            if same_host and shm.worth_it(obj):
+                return {"@s": shm.put(obj)}
             return _pack_tensor(obj, frames)
         if isinstance(obj, dtypes.DType):
             return {"@d": obj.name}
@@ -84,6 +89,11 @@ def decode(frames, max_message_bytes: int | None = None) -> dict:
         # Called by JSON's C decoder for every object, innermost first.
         if "@t" in obj:
             return _unpack_tensor(obj, frames)
+        if "@s" in obj:
+            try:
+                return shm.take(obj["@s"])
+            except (OSError, ValueError, TypeError, AttributeError) as e:
+                raise WireError(f"shared-memory tensor unavailable: {e}") from None
         if "@d" in obj:
             try:
                 return dtypes.as_dtype(obj["@d"])

@@ -17,7 +17,7 @@ import time
 import zmq
 
 from dtf.framework import errors
-from . import codec, security as _security
+from . import codec, security as _security, shm
 
 log = logging.getLogger("dtf.wire")
 
@@ -82,10 +82,19 @@ class Client:
         """Sends a request; returns its id. The reply is read with ``receive``."""
         rid = next(_ids)
         header["id"] = rid
-        frames = codec.encode(header)
+        frames = self._encode(header, address)
         self._check_size(frames, address)
         self._socket(address, kind).send_multipart(frames, copy=False)
         return rid
+
+    @staticmethod
+    def _encode(header, address):
+        """A peer on this host gets large tensors through shared memory, and is asked to
+        answer the same way (``same_host`` in the request)."""
+        local = shm.is_local(address)
+        if local:
+            header["same_host"] = True
+        return codec.encode(header, same_host=local)
 
     def _check_size(self, frames, address):
         size = sum(len(f) if not isinstance(f, memoryview) else f.nbytes for f in frames)
@@ -151,7 +160,7 @@ class Client:
     def push(self, address, header):
         """One-way message (no reply), e.g. a tensor for a peer's rendezvous."""
         header["id"] = 0
-        frames = codec.encode(header)
+        frames = self._encode(header, address)
         self._check_size(frames, address)
         self._socket(address, "push").send_multipart(frames, copy=False)
 
@@ -291,7 +300,7 @@ class ServerLoop:
             reply = _error_reply(rid, e, self._task)
         reply["id"] = rid
         try:
-            frames = codec.encode(reply)
+            frames = codec.encode(reply, same_host=msg.get("same_host") is True)
         except TypeError as e:
             frames = codec.encode(_error_reply(rid, e, self._task))
         self._reply_socket().send_multipart([ident] + frames, copy=False)
@@ -368,7 +377,8 @@ def _error_reply(rid, e, task):
         code = e.error_code
         msg = e.message
     else:
-        code = errors.INTERNAL if not isinstance(e, (ValueError, TypeError)) else errors.INVALID_ARGUMENT
+        # A request with a missing (KeyError) or ill-typed field is malformed, not a task failure.
+        code = errors.INVALID_ARGUMENT if isinstance(e, (ValueError, TypeError, KeyError)) else errors.INTERNAL
         msg = f"{type(e).__name__}: {e}"
     return {"id": rid, "ok": False, "code": code, "message": msg, "task": task}
 

@@ -185,3 +185,21 @@ def test_port_in_use_is_a_clear_error():
             tf.train.Server({"local": [addr]}, job_name="local", task_index=0)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("shared_memory", ["1", "0"])
+def test_large_tensors_cross_tasks_and_reach_the_client(make_cluster, monkeypatch, shared_memory):
+    monkeypatch.setenv("DTF_SHM", shared_memory)  # task processes inherit it
+    cl = make_cluster(local=2).start_all()
+    data = np.arange(3 << 20, dtype=np.float32)  # 12 MiB: several 4 MiB frames or one shm file
+    with tf.device("/job:local/task:1"):
+        v = tf.Variable(data)
+        doubled = v * 2.0
+    with tf.device("/job:local/task:0"):
+        total = tf.reduce_sum(doubled[-2:])
+    with tf.Session(cl.target("local", 0)) as sess:
+        sess.run(v.initializer)
+        assert sess.run(total) == pytest.approx(2.0 * (data[-1] + data[-2]))
+        np.testing.assert_array_equal(sess.run(doubled), data * 2.0)
+    leftovers = [f for f in os.listdir("/dev/shm") if f.startswith("dtf-")] if os.path.isdir("/dev/shm") else []
+    assert leftovers == []

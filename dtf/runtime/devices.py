@@ -6,6 +6,7 @@ costs time that CPU-only programs should not pay.
 """
 from __future__ import annotations
 
+import os
 import threading
 
 _count = None
@@ -22,7 +23,17 @@ def gpu_count() -> int:
     return _count
 
 
+def _no_driver() -> bool:
+    """True when this machine visibly has no NVIDIA driver and the simulator is off: then
+    there is no GPU, known without importing numba.cuda (which takes seconds)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return False
+    return not (os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia"))
+
+
 def _probe() -> int:
+    if _no_driver():
+        return 0
     try:
         from numba import cuda
     except ImportError:

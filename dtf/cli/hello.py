@@ -36,9 +36,11 @@ def _cluster(config_option):
 
     path = config_mod.config_path(config_option)
     if config_option or path.exists():
+        from dtf.cli import keys, probe
+
         cfg = load_config(config_option)
+        keys.prepare_client(cfg)
         tasks = cfg.tasks()
-        from dtf.cli import probe
 
         if len(probe.up_tasks(tasks, 1.0)) == len(tasks):
             a, b = tasks[0], tasks[1 % len(tasks)]

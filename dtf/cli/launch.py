@@ -2,7 +2,9 @@
 
 Local tasks run as detached processes (``python -m dtf server``) writing to their log file;
 tasks on other hosts start the same way over ssh (dtf/cli/ssh.py), with the classic
-``--cluster_spec`` flags so the remote host needs no cluster.toml. Either way the pid is
+``--cluster_spec`` flags so the remote host needs no cluster.toml. Local tasks inherit
+DTF_CLUSTER_KEYS (keys.prepare_launch set it here); remote ones get a copy of the key file
+through the ssh channel. Either way the pid is
 recorded, and a task counts as running when it answers Ping as itself over the network, so a
 second ``dtf up`` starts nothing.
 """
@@ -71,15 +73,18 @@ def classic_flags(config) -> str:
     return ",".join(f"{job}|{';'.join(addresses)}" for job, addresses in sorted(config.jobs.items()))
 
 
-def start_remote(config, task) -> ssh.RemoteTask:
-    handle = ssh.start(config.ssh_for(task.host), task, classic_flags(config), config.env)
+def start_remote(config, task, keys: str | None) -> ssh.RemoteTask:
+    handle = ssh.start(config.ssh_for(task.host), task, classic_flags(config), config.env, keys)
     state.record(config, task, handle.pid, host=task.host)
     return handle
 
 
-def start_cluster(config, timeout_s: float) -> list:
-    """Starts every task that is not running; returns one Outcome per task."""
+def start_cluster(config, timeout_s: float, key_file=None) -> list:
+    """Starts every task that is not running; returns one Outcome per task.
+
+    ``key_file``: the cluster's keys (None: plain mode), also in this process's environment."""
     tasks = config.tasks()
+    keys = key_file.read_text(encoding="utf-8") if key_file is not None else None
     answers = probe.ask_all(tasks, "Ping", 1.0)
     outcomes, started = {}, {}
     for task in tasks:
@@ -93,7 +98,7 @@ def start_cluster(config, timeout_s: float) -> list:
             started[task] = LocalTask(config, task)
         else:
             try:
-                started[task] = start_remote(config, task)
+                started[task] = start_remote(config, task, keys)
             except ssh.SshError as e:
                 outcomes[task] = Outcome(task, "failed", f"could not start it over ssh: {e}")
     outcomes.update(_wait_until_up(config, started, timeout_s))

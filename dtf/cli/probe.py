@@ -20,12 +20,20 @@ def port_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
 
 def ask_all(tasks, message_type: str, timeout_s: float) -> dict:
     """{task: reply dict or None}; None when the task did not answer within ``timeout_s``."""
+    return survey(tasks, message_type, timeout_s)[0]
+
+
+def survey(tasks, message_type: str, timeout_s: float):
+    """({task: reply dict or None}, [tasks whose port accepts connections]).
+
+    A port that accepts connections but never answers is typically a task of a cluster with
+    other keys (CURVE handshakes with the wrong keys fail silently)."""
     from dtf.wire import transport
 
     replies = {t: None for t in tasks}
     listening = [t for t in tasks if port_open(t.host, t.port, timeout_s)]
     if not listening:
-        return replies
+        return replies, listening
     client = transport.Client()
     kind = "ping" if message_type == "Ping" else "rpc"
     try:
@@ -40,7 +48,7 @@ def ask_all(tasks, message_type: str, timeout_s: float) -> dict:
                 replies[task] = reply
     finally:
         client.close()
-    return replies
+    return replies, listening
 
 
 def is_task(reply, task) -> bool:

@@ -24,17 +24,18 @@ def run(script: str = typer.Argument(..., help="The job script (a Python file)."
         config: ConfigOption = None,
         timeout: float = typer.Option(30.0, help="Seconds to wait for the cluster to come up.")):
     """Run a job script once per task of a job (between-graph replication)."""
-    from dtf.cli import probe
+    from dtf.cli import keys, probe
     from dtf.cli.up import bring_up
 
     cfg = load_config(config)
     targets = _targets(cfg, on)
     if not os.path.isfile(script):
         fail(f"no such script: {script}", 2)
+    key_file = keys.prepare_launch(cfg)  # the replicas inherit DTF_CLUSTER_KEYS from here
     tasks = cfg.tasks()
     if len(probe.up_tasks(tasks)) < len(tasks):
         console.print(f"cluster {cfg.path} is not up: starting it (dtf up)")
-        bring_up(cfg, timeout)
+        bring_up(cfg, timeout, key_file)
     failed = _run_replicas(cfg, targets, [sys.executable, script, *(args or [])])
     if failed:
         fail("replica " + ", ".join(f"{name} failed (exit code {code})" for name, code in failed))

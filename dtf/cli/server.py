@@ -31,7 +31,10 @@ def server(job: Optional[str] = typer.Option(None, "--job", help="Job of the tas
         if job is None and job_name is None:
             fail("name the task to serve: --job JOB --task N (with -c cluster.toml), or the "
                  "classic --cluster_spec=... --job_name=... --task_index=...", 2)
+        from dtf.cli import keys
+
         cfg = load_config(config)
+        keys.prepare_launch(cfg)  # the task serves with the cluster's keys, as `dtf up` would
         job = job or job_name
         index = task if task is not None else (task_index or 0)
         spec = cfg.cluster_dict()

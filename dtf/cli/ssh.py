@@ -13,9 +13,13 @@ import shlex
 import subprocess
 import time
 
+from dtf.cli.config import ENV_KEYS
+
 CONNECT_TIMEOUT_S = 10
 CALL_TIMEOUT_S = 30
 LOG_DIR = ".dtf/logs"  # relative to the remote workdir, as the local logs are to cluster.toml
+KEY_DIR = ".dtf"
+KEY_FILE = f"{KEY_DIR}/cluster.key"  # the cluster's keys there, owner-only like ours
 POLL_EVERY_S = 1.0
 
 # ours PID: whether PID is alive and is a dtf server (not a recycled pid), as state.is_our_server.
@@ -43,13 +47,15 @@ def ssh_argv(settings, host: str) -> list:
     return argv
 
 
-def run(settings, host: str, script: str, timeout_s=CALL_TIMEOUT_S, capture=True):
+def run(settings, host: str, script: str, timeout_s=CALL_TIMEOUT_S, capture=True, stdin=None):
     """Runs the sh ``script`` on ``host``; raises SshError when ssh or the script fails.
 
-    With ``capture=False`` the script's stdout goes straight to ours (``dtf logs``)."""
+    With ``capture=False`` the script's stdout goes straight to ours (``dtf logs``).
+    ``stdin``: text the script reads on its standard input (secrets never go in argv)."""
     argv = ssh_argv(settings, host) + ["sh -c " + shlex.quote(script)]
+    feed = {"stdin": subprocess.DEVNULL} if stdin is None else {"input": stdin}
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        done = subprocess.run(argv, stderr=subprocess.PIPE, text=True, **feed,
                               stdout=subprocess.PIPE if capture else None, timeout=timeout_s)
     except FileNotFoundError:
         raise SshError("there is no `ssh` client on this machine's PATH; install OpenSSH") from None
@@ -86,14 +92,26 @@ def log_location(settings, task) -> str:
     return f"{task.host}:{(settings.workdir or '~').rstrip('/')}/{log_file(task)}"
 
 
-def start(settings, task, cluster_flags: str, env: dict) -> "RemoteTask":
-    """Starts ``task`` detached on its host (it outlives the ssh session); returns its handle."""
+def _install_keys() -> str:
+    """Script lines writing the key file from stdin: created owner-only, and renamed into
+    place so a task starting meanwhile never reads half a file."""
+    return (f"(umask 077; mkdir -p {KEY_DIR} && cat > {KEY_FILE}.$$ "
+            f"&& mv -f {KEY_FILE}.$$ {KEY_FILE}) || exit 1\n")
+
+
+def start(settings, task, cluster_flags: str, env: dict, keys: str | None = None) -> "RemoteTask":
+    """Starts ``task`` detached on its host (it outlives the ssh session); returns its handle.
+
+    ``keys``: the text of the cluster's key file, copied there through the ssh channel."""
     python = shlex.quote(settings.python)
     assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in {**env, "PYTHONUNBUFFERED": "1"}.items())
+    if keys is not None:  # "$PWD" must expand there: the task's absolute key path
+        assignments += f' {ENV_KEYS}="$PWD"/{KEY_FILE}'
     script = (
         f"command -v {python} >/dev/null 2>&1 || "
         f"{{ {_say(f'python {settings.python} not found on')}; exit 127; }}\n"
         + _cd(settings)
+        + (_install_keys() if keys is not None else "")
         + f"mkdir -p {LOG_DIR} || exit 1\n"
         # A simple command in the background: $! is the server's own pid (nohup and env exec it).
         f"nohup env {assignments} {python} -m dtf server --cluster_spec={shlex.quote(cluster_flags)} "
@@ -101,7 +119,7 @@ def start(settings, task, cluster_flags: str, env: dict) -> "RemoteTask":
         f"> {log_file(task)} 2>&1 < /dev/null &\n"
         "echo $!\n")
     # The last line: a login banner or profile output may come first.
-    answer = (run(settings, task.host, script).stdout.strip().splitlines() or [""])[-1]
+    answer = (run(settings, task.host, script, stdin=keys).stdout.strip().splitlines() or [""])[-1]
     if not answer.isdigit():
         raise SshError(f"starting it on {task.host} printed {answer!r} instead of a pid")
     return RemoteTask(settings, task, int(answer))

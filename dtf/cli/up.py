@@ -11,16 +11,21 @@ from dtf.cli.console import ConfigOption, console, fail, load_config
 def up(config: ConfigOption = None,
        timeout: float = typer.Option(30.0, help="Seconds to wait for every task to answer.")):
     """Start the cluster's tasks in the background (those not already running)."""
+    from dtf.cli import keys
+
     cfg = load_config(config)
-    bring_up(cfg, timeout)
+    bring_up(cfg, timeout, keys.prepare_launch(cfg))
 
 
-def bring_up(cfg, timeout: float):
-    """Starts the cluster and prints its table; exits non-zero naming any task that failed."""
-    from dtf.cli import launch
+def bring_up(cfg, timeout: float, key_file):
+    """Starts the cluster and prints its table; exits non-zero naming any task that failed.
 
-    outcomes = launch.start_cluster(cfg, timeout)
+    ``key_file``: what keys.prepare_launch returned (None: plain mode)."""
+    from dtf.cli import keys, launch
+
+    outcomes = launch.start_cluster(cfg, timeout, key_file)
     console.print(_table(cfg, outcomes))
+    console.print(f"security: {keys.describe(key_file)}")
     failed = [o for o in outcomes if o.state == "failed"]
     if failed:
         fail("\n".join(_failure(cfg, o) for o in failed))

@@ -66,7 +66,7 @@ class _MasterChannel:
         if self._client is None:
             self._client = transport.Client()
         if not self._connected:
-            self._wait_for_master()
+            self._wait_for_master(timeout_s)
         try:
             reply = self._client.call(self.address, msg, timeout_s, on_wait=self._liveness())
         except transport.Unreachable:
@@ -74,8 +74,12 @@ class _MasterChannel:
                 None, None, f"Timed out waiting for the master at {self.address}") from None
         return transport.raise_for_error(reply)
 
-    def _wait_for_master(self):
+    def _wait_for_master(self, limit_s=None):
+        """Pings until the master answers; ``limit_s`` (a call's own timeout, e.g. closing
+        a session) shortens the connect bound."""
         bound = _connect_timeout_s(self._config)
+        if limit_s is not None:
+            bound = min(bound, limit_s)
         start = time.monotonic()
         last_log = start
         while True:

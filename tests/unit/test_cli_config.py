@@ -1,4 +1,6 @@
 """cluster.toml parsing: the good file, the optional sections, and every error path."""
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +78,14 @@ def test_defaults(tmp_path):
     ('[jobs]\nworker = ["127.0.0.1:2222"]\n[ssh]\nport = "22"\n', ["port number"], 4),
     ('[jobs]\nworker = ["127.0.0.1:2222"]\n[env]\nA = [1]\n', ["[env] A"], 4),
     ('[jobs]\nworker = ["127.0.0.1:2222"]\n[paths]\nlogs = "x"\n', ["unknown key 'logs'"], 4),
+    ('[jobs]\nworker = ["127.0.0.1:2222"]\n[security]\nmode = "tls"\n', ["[security] mode", "'tls'"], 4),
+    ('[jobs]\nworker = ["127.0.0.1:2222"]\n[security]\nkeys = 1\n', ["[security] keys"], 4),
+    ('[jobs]\nworker = ["127.0.0.1:2222"]\n[security]\nallow_plain_remote = "yes"\n',
+     ["allow_plain_remote must be true or false"], 4),
+    ('[jobs]\nworker = ["127.0.0.1:2222"]\n[security]\nkey = "k"\n', ["unknown key 'key'", "mode"], 4),
+    ('security = "plain"\n[jobs]\nworker = ["127.0.0.1:2222"]\n', ["[security] must be a table"], 1),
+    ('[jobs]\nworker = ["127.0.0.1:2222"]\n[env]\nDTF_CLUSTER_KEYS = "k"\n',
+     ["must not set DTF_CLUSTER_KEYS", "[security] keys"], 4),
 ])
 def test_bad_files(tmp_path, text, words, line):
     path = write(tmp_path, text)
@@ -87,6 +97,54 @@ def test_bad_files(tmp_path, text, words, line):
         assert w in message
     if line is not None:
         assert f"line {line}" in message
+
+
+def test_security_defaults_to_curve_with_keys_in_the_state_dir(tmp_path):
+    cfg = config.load(write(tmp_path, GOOD))
+    assert cfg.security.curve and not cfg.security.allow_plain_remote
+    assert cfg.key_path == cfg.state_dir / "cluster.key"
+
+
+def test_security_section(tmp_path):
+    cfg = config.load(write(tmp_path, '[jobs]\nworker = ["198.51.100.7:2222"]\n[security]\n'
+                                      'mode = "plain"\nkeys = "secret/k.key"\nallow_plain_remote = true\n'))
+    assert cfg.security == config.SecuritySettings("plain", tmp_path.resolve() / "secret/k.key", True)
+    assert not cfg.security.curve and cfg.key_path == tmp_path.resolve() / "secret/k.key"
+
+
+def test_plain_remote_allowed_explicitly_starts_nothing_here(tmp_path, monkeypatch):
+    """Only the check: allow_plain_remote = true passes it (and plain mode drops keys)."""
+    from dtf.cli import keys
+
+    monkeypatch.setenv(config.ENV_KEYS, str(tmp_path / "inherited.key"))
+    cfg = config.load(write(tmp_path, '[jobs]\nworker = ["198.51.100.7:2222"]\n[security]\n'
+                                      'mode = "plain"\nallow_plain_remote = true\n'))
+    assert keys.prepare_launch(cfg) is None
+    assert config.ENV_KEYS not in os.environ and not cfg.state_dir.exists()
+
+
+def test_curve_keys_are_created_once_owner_only(tmp_path, monkeypatch):
+    from dtf.cli import keys
+    from dtf.wire.security import ClusterKeys
+
+    monkeypatch.delenv(config.ENV_KEYS, raising=False)
+    cfg = config.load(write(tmp_path, '[jobs]\nworker = ["127.0.0.1:2222"]\n'))
+    assert keys.prepare_client(cfg) is None  # nothing created by a command that only asks
+    path = keys.prepare_launch(cfg)
+    assert path == cfg.key_path and os.environ[config.ENV_KEYS] == str(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cfg.state_dir.stat().st_mode) == 0o700
+    first = ClusterKeys.load(path)
+    assert keys.prepare_launch(cfg) == path and ClusterKeys.load(path) == first
+    assert keys.prepare_client(cfg) == path
+    assert sorted(p.name for p in cfg.state_dir.iterdir()) == ["cluster.key"]
+
+
+def test_loopback():
+    for host in ("127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"):
+        assert config.is_loopback(host), host
+    for host in ("0.0.0.0", "198.51.100.7", "example.org", "10.0.0.5"):
+        assert not config.is_loopback(host), host
 
 
 def test_missing_file(tmp_path):

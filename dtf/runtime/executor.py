@@ -14,6 +14,7 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.framework.op_registry import get_op_def
+from dtf.kernels import fusion
 from dtf.kernels import registry as kernel_registry
 from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 from dtf.runtime.resources import ResourceManager, VariableResource
@@ -346,4 +347,5 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
     for f in fetches:
         fetch_slots.append(slot_of[f])
         fetch_is_ref.append(f not in fed and split_tensor_name(f)[0] in ref_producers)
+    steps = fusion.fuse(steps, feed_slots, fetch_slots, device_type)
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device)

@@ -254,6 +254,8 @@ class TaskService:
                  listen=True, state=None):
         """``listen=False``: an in-process-only task (no socket), reached via ``dispatch``;
         ``state`` shares variables with an in-process session."""
+        # `import dtf` loads summaries only on use, but remote clients may send summary ops.
+        import dtf.summary.ops  # noqa: F401
         self.cluster = cluster
         self.job = job
         self.index = index

@@ -1,8 +1,6 @@
-"""Every CUDA kernel against the numpy reference (REFERENCE[op](attrs, *inputs)), forward
-and gradient ops, on tiny tensors (the simulator runs each GPU thread in Python).
-
-Floating inputs are handed to the kernels as device arrays and integer ones as host arrays,
-as inside a GPU partition; results are copied back to compare.
+"""The math, nn, conv and structural CUDA kernels against the numpy reference, forward and
+gradient ops, on tiny tensors (the simulator runs each GPU thread in Python). Slicing,
+gathering and padding kernels: test_cuda_array_kernels.py.
 """
 import numpy as np
 import pytest
@@ -10,55 +8,33 @@ import pytest
 from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
-from dtf.kernels.reference import REFERENCE
+from .kernel_check import BOOL, F32, F64, I32, I64, check, cuda_device, gpu, rand, rng, run_raw
 
 pytestmark = pytest.mark.gpu
 
-F32, F64, I32 = dtypes.float32, dtypes.float64, dtypes.int32
-rng = np.random.default_rng(7)
-
-
-def _d():
-    from dtf.kernels.cuda import device
-
-    return device
-
-
-def gpu(op, attrs, *inputs, out_dtype=None):
-    """Runs ``op``'s GPU kernel; returns host arrays (a tuple for several outputs)."""
-    d = _d()
-    node = NodeDef(f"test_{op}", op, [], [], "/device:GPU:0", dict(attrs),
-                   [out_dtype] if out_dtype is not None else [])
-    compute = registry.lookup(op, "GPU", node.dtype_key).factory(node)
-    out = compute(None, *[d.to_device(x) if x.dtype.kind == "f" else x for x in inputs])
-    if isinstance(out, tuple):
-        return tuple(np.asarray(d.to_host(o)) for o in out)
-    return np.asarray(d.to_host(out))
-
-
-def check(op, attrs, *inputs, rtol=1e-5, atol=1e-6, out_dtype=None):
-    got = gpu(op, attrs, *inputs, out_dtype=out_dtype)
-    want = REFERENCE[op](attrs, *inputs)
-    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-        assert g.shape == np.shape(w), (op, g.shape, np.shape(w))
-        assert g.dtype == np.asarray(w).dtype, (op, g.dtype, np.asarray(w).dtype)
-        np.testing.assert_allclose(g.astype(np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol,
-                                   err_msg=op)
-    return got
-
-
-def rand(*shape, dtype=np.float32, low=-1.0, high=1.0):
-    return rng.uniform(low, high, shape).astype(dtype)
 
 
 # -- elementwise ------------------------------------------------------------------------------------
 POSITIVE_ONLY = {"Sqrt", "Rsqrt", "Log", "Log1p", "Reciprocal"}
+UNIT_INTERVAL = {"Asin", "Acos"}
+# Ties, NaN and infinities: for the rounding and classifying ops.
+SPECIAL = {"Floor", "Ceil", "Round", "IsNan", "IsInf", "IsFinite"}
+SPECIAL_VALUES = np.float32([[-2.5, -1.5, -0.5, 0.5, 1.5], [2.5, np.nan, np.inf, -np.inf, 1e30],
+                             [-0.2, 0.7, -3.7, 4.0, 0]])
+
+
+def _unary_input(op):
+    if op in SPECIAL:
+        return SPECIAL_VALUES
+    if op in UNIT_INTERVAL:
+        return rand(4, 5, low=-0.9, high=0.9)
+    return rand(4, 5, low=0.1, high=2.0) if op in POSITIVE_ONLY else rand(4, 5, low=-2, high=2)
 
 
 def _unary_ops():
     from dtf.kernels.cuda.elementwise import UNARY
 
-    return sorted(UNARY)
+    return sorted(op for op, (_, dts, _) in UNARY.items() if "float32" in dts)
 
 
 def _binary_float_ops():
@@ -69,8 +45,7 @@ def _binary_float_ops():
 
 @pytest.mark.parametrize("op", _unary_ops())
 def test_unary(op):
-    x = rand(4, 5, low=0.1, high=2.0) if op in POSITIVE_ONLY else rand(4, 5, low=-2, high=2)
-    check(op, {"T": F32, "alpha": 0.3}, x)
+    check(op, {"T": F32, "alpha": 0.3}, _unary_input(op))
 
 
 @pytest.mark.parametrize("op", ["Neg", "Abs", "Square", "Relu"])
@@ -91,6 +66,46 @@ def test_binary_float64_and_int():
     check("Sub", {"T": I32}, np.arange(6, dtype=np.int32).reshape(2, 3), np.int32([1, 2, 3]))
     check("Less", {"T": I32}, np.arange(6, dtype=np.int32).reshape(2, 3), np.int32([1, 5, 3]))
     check("LogicalAnd", {"T": dtypes.bool}, np.array([True, False, True]), np.array([True, True, False]))
+
+
+def test_floor_division_signs_and_xdivy():
+    x = np.float32([[-7, 7, -7, 7, 0, 2.5]])
+    y = np.float32([2, -2, -2, 2, 3, 0.5])
+    for op in ("FloorDiv", "FloorMod", "TruncateDiv", "Xdivy"):
+        check(op, {"T": F32}, x, y)
+    check("FloorMod", {"T": F64}, x.astype(np.float64), y.astype(np.float64))
+
+
+@pytest.mark.parametrize("op", ["FloorDiv", "FloorMod", "TruncateDiv"])
+def test_integer_division_runs_on_host(op):
+    x, y = np.int32([-7, 7, -7, 7]), np.int32([2, -2, -2, 2])
+    check(op, {"T": I32}, x, y)
+    assert isinstance(run_raw(op, {"T": I32}, x, y, device=(0, 1)), np.ndarray)
+    with pytest.raises(ValueError, match="Integer division by zero"):
+        gpu(op, {"T": I32}, x, np.int32([1, 0, 1, 1]))
+
+
+def test_logical_ops():
+    a, b = np.array([True, False, True, False]), np.array([True, True, False, False])
+    check("LogicalNot", {"T": BOOL}, a)
+    check("LogicalXor", {"T": BOOL}, a, b)
+    check("LogicalOr", {"T": BOOL}, a, b[:1])
+
+
+def test_select_v2_broadcasts():
+    c = np.array([[True], [False], [True]])
+    check("SelectV2", {"T": F32}, c, rand(3, 4), rand(4))
+    check("SelectV2", {"T": I32}, np.array(False), np.int32([1, 2]), np.int32([[3], [4]]), device=(0, 1, 2))
+
+
+def test_select_row_vector_and_errors():
+    x, y = rand(3, 2, 2), rand(3, 2, 2)
+    check("Select", {"T": F32}, np.array([True, False, True]), x, y)
+    check("Select", {"T": F32}, rand(3, 2, 2) > 0, x, y)
+    with pytest.raises(ValueError, match="condition has 2 elements"):
+        gpu("Select", {"T": F32}, np.array([True, False]), x, y)
+    with pytest.raises(ValueError, match="must have the same shape"):
+        gpu("Select", {"T": F32}, rand(3, 2) > 0, rand(3, 2), rand(3, 1))
 
 
 def test_incompatible_shapes():
@@ -122,12 +137,29 @@ def test_reductions(op, axes, keep):
     check(op, {"T": F32, "keep_dims": keep}, rand(4, 5, low=0.5, high=1.5), np.int32(axes), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")  # numpy, in the reference
+def test_empty_reductions_give_the_identity():
+    empty = np.zeros((0, 3), np.float32)
+    for op in ("Sum", "Prod", "Mean"):
+        check(op, {"T": F32, "keep_dims": False}, empty, np.int32([0]))
+    with pytest.raises(ValueError, match="no identity"):
+        gpu("Max", {"T": F32}, empty, np.int32([0]))
+
+
 def test_reduction_3d_int_and_errors():
     x = rng.integers(-4, 4, (2, 3, 4)).astype(np.int32)
     check("Sum", {"T": I32, "keep_dims": False}, x, np.int32([0, 2]))
     check("Max", {"T": I32, "keep_dims": True}, x, np.int32([1]))
     with pytest.raises(ValueError, match="Invalid reduction dimension"):
         gpu("Sum", {"T": F32}, rand(2, 3), np.int32([2]))
+
+
+@pytest.mark.parametrize("op", ["Any", "All"])
+def test_logical_reductions(op):
+    x = np.array([[True, False, True], [True, True, True]])
+    for axes, keep in (([0], False), ([1], True), ([0, 1], False), ([], False)):
+        check(op, {"keep_dims": keep}, x, np.int32(axes), out_dtype=BOOL, device=(0,))
+    check(op, {"keep_dims": False}, np.zeros((0, 2), bool), np.int32([0]), out_dtype=BOOL, device=(0,))
 
 
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
@@ -173,6 +205,14 @@ def test_softmax_cross_entropy():
     labels = np.abs(rand(4, 5))
     labels /= labels.sum(axis=1, keepdims=True)
     check("SoftmaxCrossEntropyWithLogits", {"T": F32}, rand(4, 5, low=-5, high=5), labels, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+def test_in_top_k(dtype):
+    pred = np.float32([[0.1, 0.5, 0.5, 0.2], [1, 2, 3, 4], [np.nan, 1, 2, 3], [4, 3, 2, 1]])
+    targets = np.array([2, 0, 0, 7], dtype.as_numpy_dtype)
+    for k in (1, 2, 4):
+        check("InTopKV2", {"T": dtype}, pred, targets, np.array(k, dtype.as_numpy_dtype))
 
 
 def test_sparse_softmax_cross_entropy():
@@ -245,7 +285,7 @@ def test_copying_ops():
 
 
 def test_metadata_ops_answer_on_host():
-    x = _d().to_device(rand(2, 3))
+    x = cuda_device().to_device(rand(2, 3))
     shape = gpu("Shape", {"T": F32, "out_type": I32}, rand(2, 3))
     np.testing.assert_array_equal(shape, [2, 3])
     node = NodeDef("s", "Size", [], [], "", {"T": F32, "out_type": I32}, [])

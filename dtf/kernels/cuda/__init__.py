@@ -10,4 +10,6 @@ from . import matmul  # noqa: F401
 from . import nn  # noqa: F401
 from . import conv  # noqa: F401
 from . import array  # noqa: F401
+from . import slicing  # noqa: F401
+from . import gather  # noqa: F401
 from . import state  # noqa: F401

@@ -3,7 +3,8 @@
 Reshape, ExpandDims, Squeeze and Identity only relabel a contiguous device array. Shape-
 like ops (Shape, Size, Rank, BroadcastGradientArgs, ...) read metadata or small integer
 tensors and answer in host memory, as TF's GPU kernels of these ops do. Transpose, ConcatV2
-and Pack copy through strided gather kernels.
+and Pack copy through strided gather kernels. Structural ops whose inputs are all host
+integer arrays (shapes being assembled) run on the host (``D.host_ints_stay``).
 """
 from __future__ import annotations
 
@@ -87,40 +88,33 @@ def _metadata_factory(op):
     return factory
 
 
-def _host_memory_factory(op):
-    fn = REFERENCE[op]
-
-    def factory(node):
-        return lambda ctx, *xs: fn(node.attrs, *[D.to_host(x) for x in xs])
-
-    return factory
-
-
 for _op in ("Shape", "Size", "Rank"):
     register_kernel(_op, "GPU", label="host metadata")(_metadata_factory(_op))
 for _op in ("BroadcastGradientArgs", "ReducedShape", "InvertPermutation", "Range"):
-    register_kernel(_op, "GPU", dtypes=("int32", "int64"), label="host memory")(_host_memory_factory(_op))
+    register_kernel(_op, "GPU", dtypes=("int32", "int64"), label="host memory")(D.host_reference_factory(_op))
 
 
 # -- relabelling ops ---------------------------------------------------------------------------
-def _relabel(x, shape):
+def relabel(x, shape):
     x = D.to_device(x)
     return x.reshape(*shape) if shape else x.reshape(1).reshape(())
 
 
 @register_kernel("Reshape", "GPU", dtypes=ANY, label="metadata")
+@D.host_ints_stay("Reshape")
 def reshape(node):
     ref = REFERENCE["Reshape"]
 
     def compute(ctx, x, shape):
         # The reference checks sizes and resolves -1 on a zero-strided stand-in (no copy).
         stand_in = np.broadcast_to(np.zeros((), np.int8), tuple(x.shape))
-        return _relabel(x, ref(node.attrs, stand_in, D.to_host(shape)).shape)
+        return relabel(x, ref(node.attrs, stand_in, D.to_host(shape)).shape)
 
     return compute
 
 
 @register_kernel("ExpandDims", "GPU", dtypes=ANY, label="metadata")
+@D.host_ints_stay("ExpandDims")
 def expand_dims(node):
     def compute(ctx, x, axis):
         shape = list(x.shape)
@@ -128,46 +122,58 @@ def expand_dims(node):
         if a < -len(shape) - 1 or a > len(shape):
             raise ValueError(f"Tried to expand dim index {a} for tensor with {len(shape)} dimensions.")
         shape.insert(a % (len(shape) + 1), 1)
-        return _relabel(x, shape)
+        return relabel(x, shape)
 
     return compute
 
 
-def _axis(a, ndim):
+def norm_axis(a, ndim):
     if a < -ndim or a >= ndim:
         raise ValueError(f"Expected axis in the range [{-ndim}, {ndim}), but got {a}")
     return a % ndim
 
 
 @register_kernel("Squeeze", "GPU", dtypes=ANY, label="metadata")
+@D.host_ints_stay("Squeeze")
 def squeeze(node):
     dims = node.attrs.get("squeeze_dims") or []
 
     def compute(ctx, x):
         shape = tuple(x.shape)
-        axes = {_axis(a, len(shape)) for a in dims} if dims else {i for i, d in enumerate(shape) if d == 1}
+        axes = {norm_axis(a, len(shape)) for a in dims} if dims else {i for i, d in enumerate(shape) if d == 1}
         for a in sorted(axes):
             if shape[a] != 1:
                 raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {shape[a]}")
-        return _relabel(x, [d for i, d in enumerate(shape) if i not in axes])
+        return relabel(x, [d for i, d in enumerate(shape) if i not in axes])
 
     return compute
 
 
 # -- copying ops -------------------------------------------------------------------------------
 @cuda.jit
-def _gather(x, out, shape, src_st):
-    """out[i] = x at the source offset of out's multi-index i (src_st: strides per out dim)."""
+def _strided_copy(x, out, shape, src_st, base):
+    """out[i] = x at base + the source offset of out's multi-index i (src_st: strides per out
+    dim, possibly negative or zero)."""
     i = cuda.grid(1)
     step = cuda.gridsize(1)
     while i < out.size:
         rem = i
-        off = 0
+        off = base
         for d in range(len(shape) - 1, -1, -1):
             off += (rem % shape[d]) * src_st[d]
             rem //= shape[d]
         out[i] = x[off]
         i += step
+
+
+def copy_view(x, shape, st, base=0):
+    """A contiguous device copy of the strided view (shape, element strides, base offset) of
+    the contiguous device array ``x``."""
+    out = D.empty(shape, x.dtype)
+    if out.size:
+        _strided_copy[D.grid(out.size)](D.flat(x), D.flat(out), D.padded(tuple(out.shape), 1),
+                                        D.padded(tuple(st), 0), base)
+    return out
 
 
 @cuda.jit
@@ -182,18 +188,15 @@ def _place_block(src, dst, inner, dst_inner, offset):
 
 
 @register_kernel("Transpose", "GPU", dtypes=ANY, label="cuda gather")
+@D.host_ints_stay("Transpose")
 def transpose(node):
     def compute(ctx, x, perm):
         x = D.to_device(x)
         perm = D.host_ints(perm)
         if sorted(perm) != list(range(len(x.shape))):
             raise ValueError(f"transpose expects a permutation of [0, {len(x.shape)}), got {perm}")
-        out = D.empty([x.shape[p] for p in perm], x.dtype)
-        if out.size:
-            st = D.strides(x.shape)
-            _gather[D.grid(out.size)](D.flat(x), D.flat(out), D.padded(tuple(out.shape), 1),
-                                      D.padded(tuple(st[p] for p in perm), 0))
-        return out
+        st = D.strides(x.shape)
+        return copy_view(x, [x.shape[p] for p in perm], [st[p] for p in perm])
 
     return compute
 
@@ -219,6 +222,7 @@ def concat(xs, axis):
 
 
 @register_kernel("ConcatV2", "GPU", dtypes=ANY, label="cuda copy")
+@D.host_ints_stay("ConcatV2")
 def concat_v2(node):
     def compute(ctx, *args):
         xs, axis = args[:-1], D.host_ints(args[-1])[0]
@@ -226,20 +230,21 @@ def concat_v2(node):
         if len(ranks) != 1:
             raise ValueError(f"ConcatOp: inputs must have the same rank, got shapes "
                              f"{[list(x.shape) for x in xs]}")
-        return concat(xs, _axis(axis, ranks.pop()))
+        return concat(xs, norm_axis(axis, ranks.pop()))
 
     return compute
 
 
 @register_kernel("Pack", "GPU", dtypes=ANY, label="cuda copy")
+@D.host_ints_stay("Pack")
 def pack(node):
     def compute(ctx, *xs):
         shapes = {tuple(x.shape) for x in xs}
         if len(shapes) != 1:
             raise ValueError(f"Shapes of all inputs must match: {[list(x.shape) for x in xs]}")
         shape = list(shapes.pop())
-        axis = _axis(int(node.attrs.get("axis", 0)), len(shape) + 1)
+        axis = norm_axis(int(node.attrs.get("axis", 0)), len(shape) + 1)
         expanded = shape[:axis] + [1] + shape[axis:]
-        return concat([_relabel(x, expanded) for x in xs], axis)
+        return concat([relabel(x, expanded) for x in xs], axis)
 
     return compute

@@ -7,13 +7,19 @@ shape-like inputs through ``host_ints``, as TF keeps such tensors in host memory
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from numba import cuda
+from numba import config, cuda
 
-THREADS = 128
-MAX_BLOCKS = 4096  # grid-stride loops cover the rest
+from dtf.kernels.reference import REFERENCE
+
+# The simulator runs every CUDA thread as a Python thread, so it gets small launches; the
+# grid-stride loops give the same results with any launch size.
+SIMULATED = bool(config.ENABLE_CUDASIM)
+THREADS = 32 if SIMULATED else 128
+MAX_BLOCKS = 2 if SIMULATED else 4096  # grid-stride loops cover the rest
 
 
 def is_device(x) -> bool:
@@ -61,3 +67,40 @@ def strides(shape) -> tuple:
 def padded(t: tuple, fill: int) -> tuple:
     """Tuples passed to kernels must not be empty (rank 0 becomes rank 1)."""
     return t if t else (fill,)
+
+
+def on_host(values) -> bool:
+    """Whether ``values`` are all host arrays of integer or bool dtype: shapes, indices and
+    axes, which TF's GPU kernels of shape-handling ops keep in host memory."""
+    return all(not is_device(v) and np.asarray(v).dtype.kind in "iub" for v in values)
+
+
+def host_reference_factory(op):
+    """A kernel factory running ``op``'s numpy reference on host copies of the inputs."""
+    fn = REFERENCE[op]
+
+    def factory(node):
+        return lambda ctx, *xs: fn(node.attrs, *[to_host(x) for x in xs])
+
+    return factory
+
+
+def host_ints_stay(op):
+    """Decorator on a GPU kernel factory: when every input is already a host integer (or
+    bool) array, the op runs its reference on the host and answers in host memory, so shape
+    arithmetic never round-trips through the device."""
+    fn = REFERENCE[op]
+
+    def deco(factory):
+        @functools.wraps(factory)
+        def wrapped(node):
+            compute = factory(node)
+
+            def run(ctx, *xs):
+                return fn(node.attrs, *xs) if on_host(xs) else compute(ctx, *xs)
+
+            return run
+
+        return wrapped
+
+    return deco

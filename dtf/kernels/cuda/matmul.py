@@ -10,7 +10,7 @@ from numba import cuda, float32, float64
 from dtf.kernels.registry import register_kernel
 from . import device as D
 
-TILE = 16
+TILE = 4 if D.SIMULATED else 16  # the simulator runs TILE * TILE Python threads per block
 
 
 def _tiled_kernel(nb_type):

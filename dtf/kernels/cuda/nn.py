@@ -1,5 +1,5 @@
-"""Softmax, log-softmax and the two softmax cross-entropies on CUDA: one thread per row
-(max-shifted, so large logits never overflow)."""
+"""Softmax, log-softmax, the two softmax cross-entropies and InTopKV2 on CUDA: one thread
+per row (max-shifted, so large logits never overflow)."""
 from __future__ import annotations
 
 import math
@@ -118,5 +118,39 @@ def sparse_softmax_xent(node):
             _sparse_xent[D.grid(rows)](D.flat(logits), D.to_device(host_labels), loss, D.flat(backprop),
                                        rows, cols)
         return loss, backprop
+
+    return compute
+
+
+@cuda.jit
+def _in_top_k(pred, targets, out, classes, k):
+    """A target is in the top k unless k predictions of its row are strictly larger (ties
+    at the boundary count as in); a target out of range or a non-finite one is not."""
+    r = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while r < out.size:
+        t = targets[r]
+        hit = False
+        if 0 <= t < classes:
+            v = pred[r * classes + t]
+            if math.isfinite(v):
+                larger = 0
+                for j in range(classes):
+                    if pred[r * classes + j] > v:
+                        larger += 1
+                hit = larger < k
+        out[r] = hit
+        r += step
+
+
+@register_kernel("InTopKV2", "GPU", dtypes=("int32", "int64"), label="cuda row")
+def in_top_k(node):
+    def compute(ctx, predictions, targets, k):
+        predictions, targets = D.to_device(predictions), D.to_device(targets)
+        rows, classes = predictions.shape
+        out = D.empty((rows,), np.bool_)
+        if rows:
+            _in_top_k[D.grid(rows)](D.flat(predictions), targets, out, classes, D.host_ints(k)[0])
+        return out
 
     return compute

@@ -1,4 +1,4 @@
-"""Reduction CUDA kernels: Sum/Mean/Prod/Max/Min over any set of axes, ArgMax/ArgMin,
+"""Reduction CUDA kernels: Sum/Mean/Prod/Max/Min/Any/All over any set of axes, ArgMax/ArgMin,
 BiasAddGrad and L2Loss. One thread per output element walks its reduced elements through
 the strides of the kept and the reduced dimensions, so no transpose is ever needed.
 """
@@ -9,7 +9,7 @@ from numba import cuda
 
 from dtf.kernels.registry import register_kernel
 from . import device as D
-from .elementwise import FLOATS, NUMBERS
+from .elementwise import FLOATS, NUMBERS, cast, filled
 
 SUM, PROD, MAX, MIN, SUMSQ = range(5)
 
@@ -92,17 +92,18 @@ def reduce(x, axes, op, keep_dims=False, mean=False, scale=1.0):
     x = D.to_device(x)
     shape = tuple(x.shape)
     n_red = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    if op in (MAX, MIN) and n_red == 0 and x.size == 0:
-        raise ValueError("Reduction of an empty tensor has no identity (max/min)")
     out_shape = [1 if d in axes else n for d, n in enumerate(shape)] if keep_dims else \
         [n for d, n in enumerate(shape) if d not in axes]
+    if n_red == 0:  # nothing to reduce: the identity (NaN for a mean, as 0 / 0)
+        if op in (MAX, MIN):
+            raise ValueError("Reduction of an empty tensor has no identity (max/min)")
+        return filled(out_shape, x.dtype, np.nan if mean else (1 if op == PROD else 0))
     out = D.empty(out_shape, x.dtype)
     if out.size == 0:
         return out
-    if mean and n_red:
+    if mean:
         scale /= n_red
-    _reduce[D.grid(out.size)](D.flat(x) if x.size else D.to_device(np.zeros(1, x.dtype)), D.flat(out),
-                              *_split_dims(shape, axes), n_red, op, scale)
+    _reduce[D.grid(out.size)](D.flat(x), D.flat(out), *_split_dims(shape, axes), n_red, op, scale)
     return out
 
 
@@ -126,6 +127,22 @@ def _reduction_factory(op, mean):
 
 for _name, (_op, _dts, _mean) in _OPS.items():
     register_kernel(_name, "GPU", dtypes=_dts, label="cuda reduction")(_reduction_factory(_op, _mean))
+
+
+def _logical_factory(op):
+    """Any and All are the Sum and Prod of the condition as 0/1 integers, nonzero meaning
+    True (so that empty reductions give False and True)."""
+    inner = _reduction_factory(op, False)
+
+    def factory(node):
+        compute = inner(node)
+        return lambda ctx, x, axes: cast(compute(ctx, cast(x, np.int64), axes), np.bool_)
+
+    return factory
+
+
+register_kernel("Any", "GPU", dtypes=("bool",), label="cuda reduction")(_logical_factory(SUM))
+register_kernel("All", "GPU", dtypes=("bool",), label="cuda reduction")(_logical_factory(PROD))
 
 
 def _arg_factory(want_max):

@@ -11,8 +11,9 @@ from dtf.kernels.cpu.state import UPDATES
 from dtf.kernels.registry import lookup, register_kernel
 from . import device as D
 
-HOST_OPS = ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
-            "RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt", *UPDATES)
+HOST_OPS = ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "ValueOrInitial",
+            "RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt",
+            "RandomShuffle", "Multinomial", *UPDATES)
 
 
 def _on_host(op):

@@ -1,0 +1,57 @@
+"""Every op of the core list has a GPU kernel (float32 unless the op takes another dtype),
+and every other op with a CPU kernel either has one or is listed as host-only on purpose,
+so a new op without a GPU kernel fails here rather than in a GPU-pinned graph."""
+import pytest
+
+from dtf.framework import op_registry
+from dtf.kernels import registry
+from dtf.kernels.reference import REFERENCE
+
+pytestmark = pytest.mark.gpu
+
+ELEMENTWISE = """Add Sub Mul RealDiv FloorDiv FloorMod TruncateDiv Pow Neg Abs Sign Square Sqrt Rsqrt
+Reciprocal Exp Expm1 Log Log1p Sin Cos Tan Asin Acos Atan Atan2 Sinh Cosh Tanh Erf Sigmoid Maximum
+Minimum SquaredDifference Floor Ceil Round DivNoNan Xdivy IsNan IsInf IsFinite Less LessEqual Greater
+GreaterEqual Equal NotEqual Select SelectV2 AddN Cast""".split()
+REDUCTIONS = "Sum Mean Max Min Prod ArgMax ArgMin MatMul BatchMatMulV2".split()
+ARRAY = """Reshape Transpose ConcatV2 Pack Unpack Split SplitV Slice StridedSlice StridedSliceGrad
+GatherV2 UnsortedSegmentSum OneHot ExpandDims Squeeze Tile Pad PadV2 MirrorPad MirrorPadGrad Fill
+ZerosLike OnesLike Shape Size Rank ReverseV2 BroadcastTo Identity StopGradient Const Placeholder
+PlaceholderWithDefault""".split()
+NN = """Relu Relu6 LeakyRelu Elu Softplus Softsign ReluGrad Relu6Grad LeakyReluGrad EluGrad SoftplusGrad
+SoftsignGrad Softmax LogSoftmax BiasAdd BiasAddGrad L2Loss SoftmaxCrossEntropyWithLogits
+SparseSoftmaxCrossEntropyWithLogits Conv2D Conv2DBackpropInput Conv2DBackpropFilter MaxPool
+MaxPoolGrad AvgPool AvgPoolGrad RandomUniform RandomStandardNormal TruncatedNormal""".split()
+STATE = "VariableV2 Assign AssignAdd AssignSub ApplyGradientDescent ApplyMomentum ApplyAdam".split()
+# Ops whose kernel is chosen by another dtype than float32.
+OTHER_DTYPE = {"LogicalAnd": "bool", "LogicalOr": "bool", "LogicalNot": "bool", "LogicalXor": "bool",
+               "Any": "bool", "All": "bool", "Where": "bool", "Range": "int32", "InTopKV2": "int32",
+               "BroadcastGradientArgs": "int32", "ReducedShape": "int32", "InvertPermutation": "int32"}
+CORE = {**{op: "float32" for op in ELEMENTWISE + REDUCTIONS + ARRAY + NN + STATE}, **OTHER_DTYPE}
+
+# No GPU kernel on purpose: strings, files, queues and accumulators live in host memory, so
+# these run on the task's CPU (TF pins them there too); soft placement moves them.
+HOST_ONLY = {
+    "SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename", "SelectUninitialized",
+    "ScalarSummary", "HistogramSummary", "MergeSummary",
+    "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
+    "QueueCloseV2", "QueueSizeV2",
+    "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
+    "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
+}
+
+
+@pytest.mark.parametrize("op", sorted(CORE))
+def test_core_op_has_a_gpu_kernel(op):
+    assert registry.has_kernel(op, "GPU", CORE[op]), f"{op} has no GPU kernel for {CORE[op]}"
+
+
+def test_every_op_with_a_cpu_kernel_has_a_gpu_kernel_or_is_host_only():
+    registry.lookup("NoOp", "GPU")  # loads the CUDA kernels
+    kernels = registry.registered_kernels()
+    cpu = {op for op, dev in kernels if dev == "CPU"} | set(REFERENCE)
+    gpu = {op for op, dev in kernels if dev == "GPU"}
+    graph_ops = set(op_registry.registered_ops()) | set(REFERENCE)
+    missing = sorted((cpu & graph_ops) - gpu - HOST_ONLY)
+    assert not missing, f"ops with a CPU kernel but no GPU kernel: {missing}"
+    assert not HOST_ONLY & gpu, f"listed as host-only but have a GPU kernel: {sorted(HOST_ONLY & gpu)}"

@@ -68,6 +68,11 @@ class StepContext:
     def rng(self, node_name, seed, seed2):
         return self.state.rng(node_name, seed, seed2)
 
+    def flush_sends(self):
+        """Sends queued tensors now: a kernel about to block calls it first."""
+        if self.rendezvous is not None:
+            self.rendezvous.flush()
+
     def aborted(self):
         """The error the step was aborted with (another partition failed), else None:
         kernels that block poll it so they never outlive their step."""
@@ -127,6 +132,8 @@ class Plan:
                     raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
         else:
             self._run_traced(ctx, vals, stats)
+        if ctx.rendezvous is not None:
+            ctx.rendezvous.flush()  # the partition's last sends
         out = []
         for slot, is_ref in zip(self.fetch_slots, self.fetch_is_ref):
             v = vals[slot]
@@ -147,6 +154,7 @@ class Plan:
         remaining = len(steps)
         while remaining:
             if not ready:
+                rendezvous.flush()
                 i, value = rendezvous.wait_any(parked, ctx.deadline)
                 del parked[steps[i][0].recv_key]
                 vals[steps[i][2]] = value

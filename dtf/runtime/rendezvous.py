@@ -26,6 +26,7 @@ class StepRendezvous:
         self._error = None
         self._send_remote = send_remote
         self._local_task = local_task
+        self._outbox: dict = {}  # task -> [(key, value)], sent by flush()
 
     def put(self, key, value):
         with self._cond:
@@ -33,11 +34,20 @@ class StepRendezvous:
             self._cond.notify_all()
 
     def send(self, key, value, dst_task):
-        """Delivers ``value`` to the step's rendezvous on ``dst_task`` (here if local)."""
+        """Delivers ``value`` to the step's rendezvous on ``dst_task``: at once if local,
+        else with the next ``flush``, so tensors ready together travel in one message."""
         if dst_task == self._local_task or self._send_remote is None:
             self.put(key, value)
         else:
-            self._send_remote(dst_task, self.step_id, key, value)
+            self._outbox.setdefault(dst_task, []).append((key, value))
+
+    def flush(self):
+        """Sends what ``send`` queued, one message per task. The executor flushes before it
+        waits for anything and when the partition ends; kernels that block flush first."""
+        if self._outbox:
+            outbox, self._outbox = self._outbox, {}
+            for task, items in outbox.items():
+                self._send_remote(task, self.step_id, items)
 
     def try_recv(self, key):
         with self._cond:

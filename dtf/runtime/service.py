@@ -199,13 +199,16 @@ class Peers:
             except Exception:  # noqa: BLE001 - best effort
                 pass
 
-    def push_tensor(self, task, step_id, key, value):
+    def push_tensors(self, task, step_id, items):
+        """Delivers [(key, tensor)] of one step to ``task``'s rendezvous in one message."""
         svc = self._service(task)
         if svc is not None:
-            svc.worker.rendezvous.put(step_id, key, value)
+            for key, value in items:
+                svc.worker.rendezvous.put(step_id, key, value)
             return
-        self._client.push(self.address(task), {"type": "Tensor", "step_id": step_id, "key": key,
-                                               "tensor": value})
+        self._client.push(self.address(task), {"type": "Tensor", "step_id": step_id,
+                                               "keys": [k for k, _ in items],
+                                               "tensors": [v for _, v in items]})
 
     def gpu_counts(self):
         """(job, index) -> GPU count, for placement: each task is asked on first use."""
@@ -265,7 +268,7 @@ class TaskService:
             security = security_mod.from_env()
         self.security = security
         self.peers = Peers(cluster, self.task, self, transport.Client(security))
-        self.worker = Worker(self.task, self.peers.push_tensor, state)
+        self.worker = Worker(self.task, self.peers.push_tensors, state)
         self.master = Master(self.task, cluster, self.peers)
         self._handlers = {
             "RegisterGraph": self.worker.register_graph,

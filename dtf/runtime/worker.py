@@ -120,7 +120,11 @@ class Worker:
 
     # -- step control --------------------------------------------------------------------
     def tensor_push(self, msg):
-        self.rendezvous.put(msg["step_id"], msg["key"], msg["tensor"])
+        keys, tensors = msg["keys"], msg["tensors"]
+        if not isinstance(keys, list) or not isinstance(tensors, list) or len(keys) != len(tensors):
+            raise errors.InvalidArgumentError(None, None, "Tensor message: keys and tensors differ")
+        for key, value in zip(keys, tensors):
+            self.rendezvous.put(msg["step_id"], key, value)
 
     def abort_step(self, msg):
         err = errors.from_code(msg.get("code", errors.CANCELLED), msg.get("message", "step aborted"))

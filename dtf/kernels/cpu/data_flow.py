@@ -27,6 +27,7 @@ def _wait(cond, ready, ctx, timeout_ms, describe):
     step's deadline or after ``timeout_ms`` (when >= 0), the abort error if the step fails."""
     if ready():
         return
+    ctx.flush_sends()  # what this partition already sent may be what unblocks us
     deadline = ctx.deadline
     if timeout_ms is not None and timeout_ms >= 0:
         own = time.monotonic() + timeout_ms / 1000.0

@@ -6,8 +6,10 @@ sent once and then extended with the ops added since.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 import time
 
 from dtf.framework import errors
@@ -41,8 +43,28 @@ def parse_target(target: str) -> str:
 
 def _connect_timeout_s(config) -> float:
     if config is not None and config.operation_timeout_in_ms:
-        return config.operation_timeout_in_ms / 1000.0
-    return float(os.environ.get("DTF_CONNECT_TIMEOUT_S", "60"))
+        bound = config.operation_timeout_in_ms / 1000.0
+    else:
+        bound = float(os.environ.get("DTF_CONNECT_TIMEOUT_S", "60"))
+    deadline = getattr(_connect_limit, "deadline", None)
+    if deadline is not None:
+        bound = min(bound, max(0.1, deadline - time.monotonic()))
+    return bound
+
+
+_connect_limit = threading.local()
+
+
+@contextlib.contextmanager
+def connect_deadline(deadline):
+    """Bounds waiting for masters in this thread (time.monotonic() deadline): session
+    recovery uses it so that one attempt cannot outlast the whole recovery bound."""
+    saved = getattr(_connect_limit, "deadline", None)
+    _connect_limit.deadline = deadline if saved is None else min(saved, deadline)
+    try:
+        yield
+    finally:
+        _connect_limit.deadline = saved
 
 
 class _MasterChannel:

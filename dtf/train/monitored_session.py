@@ -283,9 +283,12 @@ class _MonitoredSession:
         bound = _recovery_timeout_s()
         deadline = time.monotonic() + bound
         wait = 0.1
+        from dtf.client.remote import connect_deadline
+
         while True:
             try:
-                return self._create_once()
+                with connect_deadline(deadline):
+                    return self._create_once()
             except _PREEMPTION_ERRORS as e:
                 if time.monotonic() + wait > deadline:
                     raise errors.UnavailableError(

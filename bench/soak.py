@@ -1,0 +1,184 @@
+"""Soak: many steps against real task processes, watching memory and file descriptors.
+
+    python -m bench.soak                       # 100,000 runs + 20,000 training steps
+    python -m bench.soak --runs 5000 --steps 1000 --every 1000
+
+Part 1 runs a cross-task graph (two worker task processes; this process is the client):
+every ``sess.run`` feeds a value, computes on task 0, sends the result to task 1 and
+fetches from there. Part 2 trains a small MLP between-graph style (one ps task holding the
+variables, one worker task computing, this process the client). For every process it
+records RSS (VmRSS) and the number of open descriptors (/proc/PID/fd) at start, every
+``--every`` steps and at the end, and prints the growth after warm-up.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from bench.cluster import Cluster
+
+WARMUP_STEPS = 1000  # allocator pools, kernel caches and socket buffers settle first
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+class Probe:
+    """Samples RSS and fd counts of named processes."""
+
+    def __init__(self, pids: dict):
+        self.pids = pids
+        self.samples: list = []
+
+    def sample(self, step: int):
+        row = {"step": step, "t": time.monotonic()}
+        for name, pid in self.pids.items():
+            row[name] = {"rss_kb": rss_kb(pid), "fds": fd_count(pid)}
+        self.samples.append(row)
+        cells = "  ".join(f"{n}: {row[n]['rss_kb'] / 1024:.1f} MiB {row[n]['fds']} fds" for n in self.pids)
+        print(f"  step {step:>7}  {cells}", flush=True)
+
+    def growth(self) -> dict:
+        """Per process: start, after warm-up, end, and growth since warm-up."""
+        warm = next((s for s in self.samples if s["step"] >= WARMUP_STEPS), self.samples[0])
+        first, last = self.samples[0], self.samples[-1]
+        out = {}
+        for name in self.pids:
+            out[name] = {
+                "rss_start_kb": first[name]["rss_kb"], "rss_warm_kb": warm[name]["rss_kb"],
+                "rss_end_kb": last[name]["rss_kb"],
+                "rss_growth_kb": last[name]["rss_kb"] - warm[name]["rss_kb"],
+                "fds_start": first[name]["fds"], "fds_warm": warm[name]["fds"],
+                "fds_end": last[name]["fds"], "fds_growth": last[name]["fds"] - warm[name]["fds"]}
+        return out
+
+
+def _loop(probe, n, every, step_fn):
+    probe.sample(0)
+    start = time.monotonic()
+    for i in range(1, n + 1):
+        step_fn()
+        if i % every == 0 or i == n or i == WARMUP_STEPS:
+            probe.sample(i)
+    return time.monotonic() - start
+
+
+def soak_cross_task(tf, runs: int, every: int) -> dict:
+    cluster = Cluster("dtf", {"worker": 2})
+    try:
+        cluster.start_jobs("worker")
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.placeholder(tf.float32, [64], name="x")
+            with tf.device("/job:worker/task:0"):
+                a = tf.tanh(x) + 1.0
+            with tf.device("/job:worker/task:1"):
+                out = tf.reduce_sum(a * 2.0)
+        feed = np.linspace(-1, 1, 64).astype(np.float32)
+        expected = float(np.sum((np.tanh(feed) + 1.0) * 2.0))
+        pids = {"client": os.getpid(), "worker0": cluster.procs[0].pid, "worker1": cluster.procs[1].pid}
+        with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+            probe = Probe(pids)
+
+            def step():
+                got = sess.run(out, {x: feed})
+                if abs(got - expected) > 1e-3:
+                    raise AssertionError(f"cross-task run returned {got}, expected {expected}")
+
+            wall = _loop(probe, runs, every, step)
+        return {"runs": runs, "wall_s": round(wall, 1), "runs_per_s": round(runs / wall, 1),
+                "growth": probe.growth()}
+    finally:
+        cluster.stop()
+
+
+def _dense(tf, inputs, n_in, n_out, name):
+    w = tf.Variable(tf.truncated_normal([n_in, n_out], stddev=0.3, seed=1), name=f"{name}/w")
+    b = tf.Variable(tf.zeros([n_out]), name=f"{name}/b")
+    return tf.matmul(inputs, w) + b
+
+
+def soak_training(tf, steps: int, every: int) -> dict:
+    cluster = Cluster("dtf", {"ps": 1, "worker": 1})
+    try:
+        cluster.start_jobs("ps", "worker")
+        spec = tf.train.ClusterSpec(cluster.jobs)
+        graph = tf.Graph()
+        rng = np.random.RandomState(0)
+        xs = rng.rand(32, 16).astype(np.float32)
+        ys = np.eye(4, dtype=np.float32)[rng.randint(0, 4, 32)]
+        with graph.as_default():
+            with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                          cluster=spec)):
+                x = tf.placeholder(tf.float32, [None, 16])
+                y = tf.placeholder(tf.float32, [None, 4])
+                h = tf.nn.relu(_dense(tf, x, 16, 32, "hidden"))
+                logits = _dense(tf, h, 32, 4, "logits")
+                loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
+                gs = tf.train.get_or_create_global_step()
+                train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+                init = tf.global_variables_initializer()
+        pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
+        with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+            sess.run(init)
+            first_loss = sess.run(loss, {x: xs, y: ys})
+            probe = Probe(pids)
+            wall = _loop(probe, steps, every, lambda: sess.run(train_op, {x: xs, y: ys}))
+            last_loss, last_step = sess.run([loss, gs], {x: xs, y: ys})
+        if int(last_step) != steps:
+            raise AssertionError(f"global step {last_step} after {steps} steps")
+        return {"steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(steps / wall, 1),
+                "loss_first": float(first_loss), "loss_last": float(last_loss), "growth": probe.growth()}
+    finally:
+        cluster.stop()
+
+
+def _print_growth(title, result):
+    print(f"\n{title}: {json.dumps({k: v for k, v in result.items() if k != 'growth'})}")
+    for name, g in result["growth"].items():
+        print(f"  {name:8} RSS {g['rss_start_kb'] / 1024:7.1f} -> {g['rss_warm_kb'] / 1024:7.1f} (warm) -> "
+              f"{g['rss_end_kb'] / 1024:7.1f} MiB (growth {g['rss_growth_kb'] / 1024:+.1f} MiB); "
+              f"fds {g['fds_start']} -> {g['fds_warm']} -> {g['fds_end']} ({g['fds_growth']:+d})")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=100_000, help="cross-task sess.run calls (0: skip)")
+    p.add_argument("--steps", type=int, default=20_000, help="training steps (0: skip)")
+    p.add_argument("--every", type=int, default=10_000, help="sample every N steps")
+    p.add_argument("--json", help="also write the results to this file")
+    args = p.parse_args(argv)
+    import dtf as tf
+
+    results = {}
+    if args.runs:
+        print(f"cross-task graph: {args.runs} runs", flush=True)
+        results["cross_task"] = soak_cross_task(tf, args.runs, args.every)
+        _print_growth("cross-task graph", results["cross_task"])
+    if args.steps:
+        print(f"\ntraining (1 ps + 1 worker, MLP 16-32-4): {args.steps} steps", flush=True)
+        results["training"] = soak_training(tf, args.steps, max(1, args.every // 5))
+        _print_growth("training", results["training"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

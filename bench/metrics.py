@@ -1,0 +1,70 @@
+"""What each metric id means: workload, label, unit, which direction is better, and the goal
+from the issues (``goal``: ("max", v) | ("min", v) | ("x_tf", factor) | ("x_numpy", factor)).
+``issue_tf`` is the TensorFlow 2.21 figure the issues quote for this machine."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.training import CONFIGS, metric_prefix
+from bench.workloads import TRANSFER_MIB
+
+
+@dataclass(frozen=True)
+class Metric:
+    id: str
+    workload: str
+    label: str
+    unit: str
+    higher_is_better: bool = False
+    goal: tuple | None = None
+    issue_tf: float | None = None
+
+
+def _transfer_metrics():
+    for mib in TRANSFER_MIB:
+        yield Metric(f"w3.task_to_task_{mib}mib_gbs", "W3", f"task -> task {mib} MiB", "GB/s", True,
+                     ("min", 5.0) if mib == 64 else None, 1.78 if mib == 64 else None)
+    for mib in TRANSFER_MIB:
+        yield Metric(f"w3.task_to_client_{mib}mib_gbs", "W3", f"task -> client {mib} MiB", "GB/s",
+                     True, ("min", 1.2) if mib == 64 else None, 0.37 if mib == 64 else None)
+
+
+_TRAIN_TF = {("async", 1): 395, ("async", 2): 494, ("sync", 2): 188}
+
+
+def _training_metrics():
+    for mode, workers in CONFIGS:
+        prefix = metric_prefix(mode, workers)
+        wl = "W5" if workers == 1 else "W6"
+        what = f"MLP {mode}, 1 ps + {workers} worker{'s' if workers > 1 else ''}"
+        yield Metric(f"{prefix}.steps_s", wl, f"{what}: global steps/s", "steps/s", True,
+                     ("x_tf", 2.0), _TRAIN_TF.get((mode, workers)))
+        yield Metric(f"{prefix}.examples_s", wl, f"{what}: examples/s", "ex/s", True)
+
+
+METRICS = [
+    Metric("w1.import_s", "W1", "import (whole process)", "s", issue_tf=1.67),
+    Metric("w1.hello_s", "W1", "`dtf hello` cold (TF: same work as a script)", "s",
+           goal=("max", 0.8), issue_tf=1.68),
+    Metric("w1.hello_script_s", "W1", "hello script cold, same code both", "s"),
+    Metric("w2.p50_ms", "W2", "cross-task step p50", "ms", goal=("max", 0.4), issue_tf=1.45),
+    Metric("w2.p90_ms", "W2", "cross-task step p90", "ms"),
+    *_transfer_metrics(),
+    Metric("w4.p50_ms", "W4", "fed mean over 2 tasks p50", "ms"),
+    Metric("w4.p90_ms", "W4", "fed mean over 2 tasks p90", "ms"),
+    *_training_metrics(),
+    Metric("w7.matmul_ms", "W7", "matmul 1024x1024 f32", "ms", goal=("x_numpy", 1.1), issue_tf=6.4),
+    Metric("w7.elementwise_ms", "W7", "relu(a*b+c)*0.5, 10M f32", "ms", goal=("max", 5.0),
+           issue_tf=6.3),
+    Metric("w7.tiny_step_us", "W7", "tiny step y=x+300 p50", "us", goal=("max", 50.0),
+           issue_tf=96),
+    Metric("w7.tiny_server_step_us", "W7", "tiny step via local server p50", "us", issue_tf=163),
+]
+
+RAW = [
+    Metric("zmq_round_trip_us", "raw", "ZeroMQ empty round trip", "us"),
+    Metric("zmq_tcp_64mib_gbs", "raw", "ZeroMQ TCP 64 MiB", "GB/s", True),
+    Metric("memcpy_gbs", "raw", "memcpy 256 MiB", "GB/s", True),
+]
+
+BY_ID = {m.id: m for m in METRICS + RAW}

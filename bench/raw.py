@@ -1,0 +1,88 @@
+"""The machine's raw limits, measured in the same run: ZeroMQ empty round trip and 64 MiB
+TCP transfer between two processes (default socket settings), and memcpy bandwidth.
+
+``python -m bench.raw --echo ENDPOINT`` is the peer process: a ROUTER that answers every
+message with an empty frame.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from bench.cluster import REPO, free_port, quiet_env, stop_process
+
+MiB = 1 << 20
+
+
+def echo(endpoint: str):
+    import zmq
+
+    sock = zmq.Context.instance().socket(zmq.ROUTER)
+    sock.bind(endpoint)
+    print("listening on", endpoint, flush=True)
+    while True:
+        ident, *_ = sock.recv_multipart(copy=False)
+        sock.send_multipart([ident, b""])
+
+
+def memcpy_gbs(mib=256, reps=5) -> float:
+    src = np.ones(mib * MiB, dtype=np.uint8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    return mib * MiB / 1e9 / min(_times(lambda: np.copyto(dst, src), reps))
+
+
+def _times(fn, n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def zmq_limits(quick=False) -> dict:
+    import zmq
+
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    peer = subprocess.Popen([sys.executable, "-m", "bench.raw", "--echo", endpoint],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
+                            env=quiet_env(), text=True)
+    try:
+        peer.stdout.readline()
+        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(endpoint)
+
+        def round_trip(payload=b""):
+            sock.send(payload, copy=False)
+            sock.recv()
+
+        for _ in range(200):
+            round_trip()
+        rtt = _times(round_trip, 1000 if quick else 3000)
+        big = np.ones(64 * MiB, dtype=np.uint8)
+        round_trip(big)
+        transfer = _times(lambda: round_trip(big), 5 if quick else 10)
+        sock.close(0)
+    finally:
+        stop_process(peer)
+    return {"zmq_round_trip_us": statistics.median(rtt) * 1e6,
+            "zmq_tcp_64mib_gbs": 64 * MiB / 1e9 / statistics.median(transfer)}
+
+
+def measure(quick=False) -> dict:
+    out = zmq_limits(quick)
+    out["memcpy_gbs"] = memcpy_gbs()
+    return out
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--echo", required=True)
+    echo(p.parse_args().echo)

@@ -1,0 +1,106 @@
+"""W5/W6 driver side: one training run = a fresh cluster of 1 ps + N worker processes.
+
+Workers start in order (the chief first, so the others find the model initialized), then
+all get "go" together. Global steps/s = the last global step over the window from the
+first worker's start to the last worker's end; examples/s counts every batch a worker
+computed. A worker still running ``grace_s`` after another has finished (TF1's sync
+replicas can leave one blocked on its token queue) is killed and noted.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+from bench.cluster import REPO, Cluster, quiet_env, stop_process, wait_for_output
+
+RESULT = "@@RESULT "
+CONFIGS = (("async", 1), ("async", 2), ("sync", 1), ("sync", 2))
+
+
+def metric_prefix(mode: str, workers: int) -> str:
+    return f"train.{mode}_{workers}w"
+
+
+def _start_worker(impl, python, cluster, index, mode, steps, log_dir):
+    log_path = os.path.join(log_dir, f"worker-{index}.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [python, "-m", "bench.train_worker", f"--impl={impl}",
+             f"--cluster_spec={cluster.flags_spec}", f"--task_index={index}", f"--mode={mode}",
+             f"--steps={steps}"],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+            env=quiet_env(), text=True)
+    return proc, log_path
+
+
+def _result_of(log_path):
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if line.startswith(RESULT):
+                return json.loads(line[len(RESULT):])
+    return None
+
+
+def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, grace_s=10.0):
+    """One run; returns ({metric id: value}, [notes])."""
+    cluster = Cluster(impl, {"ps": 1, "worker": workers}, python=python)
+    log_dir = tempfile.mkdtemp(prefix=f"bench-train-{impl}-")
+    procs = []
+    notes = []
+    try:
+        cluster.start("ps", 0)
+        for i in range(workers):
+            proc, log_path = _start_worker(impl, python, cluster, i, mode, steps, log_dir)
+            procs.append((proc, log_path))
+            wait_for_output(proc, log_path, "@@READY", 120.0, f"{impl} worker {i}")
+        for proc, _ in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = _collect(procs, timeout_s, grace_s, notes, impl)
+    finally:
+        for proc, _ in procs:
+            stop_process(proc, grace_s=2.0)
+        cluster.stop()
+    if not results:
+        raise RuntimeError(f"no {impl} worker finished {mode} training within {timeout_s:.0f} s")
+    window = max(r["end"] for r in results) - min(r["start"] for r in results)
+    global_steps = max(r["global_step"] for r in results)
+    examples = sum(r["local_steps"] for r in results) * batch
+    prefix = metric_prefix(mode, workers)
+    return {f"{prefix}.steps_s": global_steps / window,
+            f"{prefix}.examples_s": examples / window}, notes
+
+
+def _collect(procs, timeout_s, grace_s, notes, impl):
+    """Results of the workers that finish; stops waiting ``grace_s`` after the first one."""
+    deadline = time.monotonic() + timeout_s
+    first_done = None
+    results, crashed = {}, set()
+    while len(results) + len(crashed) < len(procs) and time.monotonic() < deadline:
+        for i, (proc, log_path) in enumerate(procs):
+            if i in results or i in crashed:
+                continue
+            r = _result_of(log_path)
+            if r is not None:
+                results[i] = r
+                first_done = first_done or time.monotonic()
+            elif proc.poll() is not None:
+                crashed.add(i)
+                notes.append(f"{impl} worker {i} exited with {proc.returncode}: "
+                             f"{_tail(log_path)}")
+        if first_done and time.monotonic() - first_done > grace_s:
+            break
+        time.sleep(0.05)
+    for i in range(len(procs)):
+        if i not in results and i not in crashed:
+            notes.append(f"{impl} worker {i} had not finished {grace_s:.0f} s after another "
+                         "one did (killed)")
+    return list(results.values())
+
+
+def _tail(log_path, n=400):
+    with open(log_path, errors="replace") as f:
+        return f.read()[-n:].strip().replace("\n", " | ")

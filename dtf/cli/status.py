@@ -9,8 +9,8 @@ from rich.table import Table
 
 from dtf.cli.console import ConfigOption, console, duration, load_config
 
-_COLUMNS = ("job", "index", "address", "state", "pid", "host", "uptime", "memory", "sessions",
-            "steps", "last error")
+_COLUMNS = ("job", "index", "address", "state", "pid", "host", "uptime", "memory", "gpus",
+            "sessions", "steps", "last error")
 
 
 def status(config: ConfigOption = None,
@@ -63,7 +63,8 @@ def _row(task, reply, secure: bool) -> dict:
                     "max_rss_kb": reply.get("max_rss_kb"), "sessions": reply.get("sessions"),
                     "steps": reply.get("steps"), "graphs": reply.get("graphs"),
                     "variables": reply.get("variables"), "messages": reply.get("messages"),
-                    "incarnation": reply.get("incarnation"), "last_error": reply.get("last_error")})
+                    "incarnation": reply.get("incarnation"), "last_error": reply.get("last_error"),
+                    "gpus": reply.get("gpus")})
     return row
 
 
@@ -79,12 +80,13 @@ def _table(cfg, rows) -> Table:
     up = sum(r["state"] == "up" for r in rows)
     table = Table(title=f"cluster {cfg.path}: {up}/{len(rows)} tasks up", title_justify="left")
     for column in _COLUMNS:
-        table.add_column(column, justify="right" if column in ("index", "pid", "sessions", "steps") else "left")
+        table.add_column(column, justify="right" if column in ("index", "pid", "gpus", "sessions", "steps")
+                         else "left")
     for r in rows:
         memory = f"{r['max_rss_kb'] / 1024:.0f} MiB" if r.get("max_rss_kb") else ""
         state = "[green]up[/]" if r["state"] == "up" else "[bold red]down[/]"
         table.add_row(r["job"], str(r["index"]), r["address"], state, _text(r["pid"]), r["host"],
-                      duration(r.get("uptime_s")), memory, _text(r.get("sessions")),
+                      duration(r.get("uptime_s")), memory, _text(r.get("gpus")), _text(r.get("sessions")),
                       _text(r.get("steps")), escape(_text(r.get("last_error") or r.get("reason"))))
     return table
 

@@ -160,28 +160,16 @@ class Plan:
                 vals[steps[i][2]] = value
             else:
                 i = ready.pop()
-                compute, ins, out, nout, node = steps[i]
-                key = getattr(compute, "recv_key", None)
+                step = steps[i]
+                key = getattr(step[0], "recv_key", None)
                 if key is not None:
                     value = rendezvous.try_recv(key)
                     if value is _MISSING:
                         parked[key] = i
                         continue
-                    vals[out] = value
+                    vals[step[2]] = value
                 else:
-                    start = time.time() if stats is not None else 0.0
-                    try:
-                        if nout == 1:
-                            vals[out] = compute(ctx, *[vals[j] for j in ins])
-                        elif nout == 0:
-                            compute(ctx, *[vals[j] for j in ins])
-                        else:
-                            vals[out:out + nout] = compute(ctx, *[vals[j] for j in ins])
-                    except Exception as e:  # noqa: BLE001
-                        raise _op_failure(e, node, [vals[j] for j in ins], ctx) from e
-                    if stats is not None:
-                        stats.append(NodeStat(node.name, node.op, int(start * 1e6),
-                                              int((time.time() - start) * 1e6), []))
+                    _invoke(step, ctx, vals, stats)
             remaining -= 1
             for c in consumers[i]:
                 pending[c] -= 1
@@ -189,22 +177,30 @@ class Plan:
                     ready.append(c)
 
     def _run_traced(self, ctx, vals, stats):
-        for compute, ins, out, nout, node in self.steps:
-            start = time.time()
-            t0 = time.perf_counter()
-            try:
-                if nout == 1:
-                    vals[out] = compute(ctx, *[vals[i] for i in ins])
-                elif nout == 0:
-                    compute(ctx, *[vals[i] for i in ins])
-                else:
-                    vals[out:out + nout] = compute(ctx, *[vals[i] for i in ins])
-            except Exception as e:  # noqa: BLE001
-                raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
-            dt = time.perf_counter() - t0
-            shapes = [list(np.shape(vals[out + k])) for k in range(nout)
-                      if not isinstance(vals[out + k], VariableResource)]
-            stats.append(NodeStat(node.name, node.op, int(start * 1e6), int(dt * 1e6), shapes))
+        for step in self.steps:
+            _invoke(step, ctx, vals, stats)
+
+
+def _invoke(step, ctx, vals, stats=None):
+    """Runs one step into ``vals`` (timed into ``stats`` when given). The untraced
+    sequential loop in Plan._run inlines this: it is the hot path of every local step."""
+    compute, ins, out, nout, node = step
+    start = time.time() if stats is not None else 0.0
+    t0 = time.perf_counter() if stats is not None else 0.0
+    try:
+        if nout == 1:
+            vals[out] = compute(ctx, *[vals[i] for i in ins])
+        elif nout == 0:
+            compute(ctx, *[vals[i] for i in ins])
+        else:
+            vals[out:out + nout] = compute(ctx, *[vals[i] for i in ins])
+    except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
+        raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
+    if stats is not None:
+        shapes = [list(np.shape(vals[out + k])) for k in range(nout)
+                  if not isinstance(vals[out + k], VariableResource)]
+        stats.append(NodeStat(node.name, node.op, int(start * 1e6),
+                              int((time.perf_counter() - t0) * 1e6), shapes))
 
 
 class _Missing:

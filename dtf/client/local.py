@@ -10,7 +10,6 @@ import itertools
 import sys
 import time
 
-from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime.executor import ExecState, Executor, StepContext
@@ -128,6 +127,3 @@ class _DeviceAttributes:
 
     def __repr__(self):
         return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
-
-
-_ = errors  # errors surface from the executor unchanged

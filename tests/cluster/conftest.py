@@ -99,3 +99,13 @@ def make_cluster():
     yield make
     for c in made:
         c.stop()
+
+
+@pytest.fixture(scope="package", autouse=True)
+def no_cuda_simulator_in_task_processes():
+    """tests/gpu turns Numba's CUDA simulator on for this pytest process at collection;
+    task processes started here must not inherit it (each would probe a simulated GPU)."""
+    saved = os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+    yield
+    if saved is not None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = saved

@@ -11,14 +11,6 @@ from dtf.summary import summary_iterator
 from dtf.summary.writer import FileWriterCache
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    FileWriterCache.clear()
-    tf.reset_default_graph()
-
-
 def _counter_model():
     gs = tf.train.get_or_create_global_step()
     v = tf.Variable(1.0, name="v")

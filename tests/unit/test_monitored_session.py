@@ -7,16 +7,7 @@ import pytest
 
 import dtf as tf
 from dtf.framework import errors
-from dtf.summary.writer import FileWriterCache
 from dtf.train import monitored_session
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    FileWriterCache.clear()
-    tf.reset_default_graph()
 
 
 def _model():

@@ -16,6 +16,8 @@ _lock = threading.Lock()
 def gpu_count() -> int:
     """Number of CUDA devices (the simulator reports one); 0 without Numba or a driver."""
     global _count
+    if _no_driver():  # two stat calls: cheap enough not to cache
+        return 0
     if _count is None:
         with _lock:
             if _count is None:
@@ -32,8 +34,6 @@ def _no_driver() -> bool:
 
 
 def _probe() -> int:
-    if _no_driver():
-        return 0
     try:
         from numba import cuda
     except ImportError:

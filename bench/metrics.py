@@ -1,6 +1,6 @@
 """What each metric id means: workload, label, unit, which direction is better, and the goal
-from the issues (``goal``: ("max", v) | ("min", v) | ("x_tf", factor) | ("x_numpy", factor)).
-``issue_tf`` is the TensorFlow 2.21 figure the issues quote for this machine."""
+from the project's goals (``goal``: ("max", v) | ("min", v) | ("x_tf", factor) | ("x_numpy", factor)).
+``issue_tf`` is the TensorFlow 2.21 figure recorded for this machine when it was quiet."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -16,6 +16,7 @@ from dtf.framework import errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels import fusion
 from dtf.kernels import registry as kernel_registry
+from dtf.kernels.reference.random import seeded_generator
 from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 from dtf.runtime.resources import ResourceManager, VariableResource
 
@@ -36,11 +37,7 @@ class ExecState:
             with self._rng_lock:
                 g = self._rngs.get(key)
                 if g is None:
-                    if seed or seed2:
-                        g = np.random.Generator(np.random.PCG64([int(seed) & 0xFFFFFFFF, int(seed2) & 0xFFFFFFFF]))
-                    else:
-                        g = np.random.default_rng()
-                    self._rngs[key] = g
+                    g = self._rngs[key] = seeded_generator(seed, seed2)
         return g
 
     def reset_rngs(self):

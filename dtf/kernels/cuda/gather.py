@@ -12,7 +12,7 @@ import numpy as np
 from numba import cuda
 
 from dtf.framework import errors
-from dtf.kernels.reference.array import _mirror, _paddings
+from dtf.kernels.reference.array import mirror_padding, pad_widths
 from dtf.kernels.registry import register_kernel
 from . import device as D
 from .array import ANY, norm_axis
@@ -237,14 +237,14 @@ def _stand_in(x):
 @register_kernel("Pad", "GPU", dtypes=ANY, label="cuda gather")
 @D.host_ints_stay("Pad")
 def pad_op(node):
-    return lambda ctx, x, paddings: pad(x, _paddings(_stand_in(x), D.to_host(paddings)), CONSTANT)
+    return lambda ctx, x, paddings: pad(x, pad_widths(_stand_in(x), D.to_host(paddings)), CONSTANT)
 
 
 @register_kernel("PadV2", "GPU", dtypes=ANY, label="cuda gather")
 @D.host_ints_stay("PadV2")
 def pad_v2(node):
     def compute(ctx, x, paddings, value):
-        return pad(x, _paddings(_stand_in(x), D.to_host(paddings)), CONSTANT, D.to_host(value))
+        return pad(x, pad_widths(_stand_in(x), D.to_host(paddings)), CONSTANT, D.to_host(value))
 
     return compute
 
@@ -253,7 +253,7 @@ def pad_v2(node):
 @D.host_ints_stay("MirrorPad")
 def mirror_pad(node):
     def compute(ctx, x, paddings):
-        pads, mode = _mirror(node.attrs, _stand_in(x), D.to_host(paddings))
+        pads, mode = mirror_padding(node.attrs, _stand_in(x), D.to_host(paddings))
         return pad(x, pads, _MODES[mode])
 
     return compute

@@ -160,7 +160,8 @@ def _tile(attrs, x, multiples):
     return np.tile(x, m) if x.ndim else x.copy()
 
 
-def _paddings(x, paddings):
+def pad_widths(x, paddings):
+    """Validated [rank, 2] pad widths (shared by the CPU reference and the CUDA kernels)."""
     p = np.asarray(paddings).reshape(-1, 2) if np.size(paddings) else np.zeros((0, 2), int)
     if p.shape[0] != x.ndim or (p < 0).any():
         raise ValueError(f"The first dimension of paddings must be the rank of inputs {x.ndim} and "
@@ -170,19 +171,19 @@ def _paddings(x, paddings):
 
 @reference("Pad")
 def _pad(attrs, x, paddings):
-    return np.pad(x, _paddings(x, paddings))
+    return np.pad(x, pad_widths(x, paddings))
 
 
 @reference("PadV2")
 def _pad_v2(attrs, x, paddings, value):
-    return np.pad(x, _paddings(x, paddings), constant_values=value)
+    return np.pad(x, pad_widths(x, paddings), constant_values=value)
 
 
-def _mirror(attrs, x, paddings):
+def mirror_padding(attrs, x, paddings):
     """Validated pad widths and numpy's mode name for MirrorPad (REFLECT may not reach the
     edge row itself, SYMMETRIC may)."""
     mode = attrs["mode"]
-    pads = _paddings(x, paddings)
+    pads = pad_widths(x, paddings)
     offset = 1 if mode == "REFLECT" else 0
     for d, (b, a) in zip(x.shape, pads):
         if max(b, a) > d - offset:
@@ -193,7 +194,7 @@ def _mirror(attrs, x, paddings):
 
 @reference("MirrorPad")
 def _mirror_pad(attrs, x, paddings):
-    pads, mode = _mirror(attrs, x, paddings)
+    pads, mode = mirror_padding(attrs, x, paddings)
     return np.pad(x, pads, mode=mode)
 
 

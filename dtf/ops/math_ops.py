@@ -145,7 +145,8 @@ def _truediv_overload(x, y):
 def _matmul_overload(x, y):
     from .linalg_ops import matmul
 
-    return matmul(x, y)
+    with _ops.name_scope(None, "matmul", [x, y]) as scope:  # x @ y is op "matmul", as in TF
+        return matmul(x, y, name=scope)
 
 
 def _logic_overload(op_type, tf_name):

@@ -170,3 +170,9 @@ def test_graph_as_default_and_reset():
         with tf.Session() as sess:  # default graph does not hold c
             tf.constant(0)
             sess.run(c)
+
+
+def test_matmul_operator_names_its_op_like_tf():
+    a, b = tf.ones([2, 3]), tf.ones([3, 4])
+    assert (a @ b).name == "matmul:0"
+    assert tf.matmul(a, b).name == "MatMul_1:0"  # names are unique case-insensitively

@@ -141,6 +141,13 @@ def _floormod_grad(op, grad):
     return _binary_grads(op, grad, grad * math_ops.negative(math_ops.floordiv(x, y)))  # noqa: F821
 
 
+@RegisterGradient("TruncateMod")
+def _truncatemod_grad(op, grad):
+    # x rem y = x - trunc(x / y) * y.
+    x, y = op.inputs
+    return _binary_grads(op, grad, grad * math_ops.negative(math_ops.truncatediv(x, y)))  # noqa: F821
+
+
 @RegisterGradient("Xdivy")
 def _xdivy_grad(op, grad):
     x, y = op.inputs

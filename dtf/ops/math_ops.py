@@ -30,7 +30,8 @@ BINARY_OPS = [
     ("realdiv", "RealDiv", None), ("floordiv", "FloorDiv", "floordiv"),
     ("floormod", "FloorMod", "mod"), ("pow", "Pow", "pow"), ("maximum", "Maximum", None),
     ("minimum", "Minimum", None), ("squared_difference", "SquaredDifference", None),
-    ("truncatediv", "TruncateDiv", None), ("div_no_nan", "DivNoNan", None),
+    ("truncatediv", "TruncateDiv", None), ("truncatemod", "TruncateMod", None),
+    ("div_no_nan", "DivNoNan", None),
     ("atan2", "Atan2", None), ("xdivy", "Xdivy", None),
 ]
 COMPARISON_OPS = [
@@ -90,7 +91,6 @@ sub = subtract  # noqa: F821
 mul = multiply  # noqa: F821
 floor_div = floordiv  # noqa: F821
 mod = floormod  # noqa: F821
-truncatemod = floormod  # noqa: F821
 
 
 def _logical_not(x, name=None):
@@ -299,6 +299,6 @@ from . import math_grad  # noqa: E402,F401  (registers the gradients)
 
 __all__ = sorted(
     [fn for fn, *_ in UNARY_OPS + BINARY_OPS + COMPARISON_OPS + LOGICAL_OPS]
-    + ["floor_div", "mod", "truncatemod", "truediv", "divide", "div", "scalar_mul", "cast",
+    + ["floor_div", "mod", "truediv", "divide", "div", "scalar_mul", "cast",
        "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "add_n", "accumulate_n",
        "where", "where_v2"])

@@ -310,3 +310,14 @@ def test_global_norm_and_clip_by_global_norm():
     with pytest.raises(TypeError, match="t_list should be a sequence"):
         tf.clip_by_global_norm(tf.constant(a), 1.0)
     check_gradient(lambda x, y: tf.clip_by_global_norm([x, y], 1.0)[0][0], [a.astype(float), b.astype(float)])
+
+
+def test_truncatemod_keeps_the_dividends_sign_unlike_floormod():
+    x, y = tf.constant([-7.0, 7.0, -7.0]), tf.constant([3.0, -3.0, -3.0])
+    with tf.Session() as sess:
+        trunc, floor = sess.run([tf.truncatemod(x, y), tf.floormod(x, y)])
+        ints = sess.run(tf.truncatemod(tf.constant([-7, 7]), tf.constant([3, -3])))
+    np.testing.assert_array_equal(trunc, np.fmod([-7.0, 7.0, -7.0], [3.0, -3.0, -3.0]))
+    np.testing.assert_array_equal(floor, np.mod([-7.0, 7.0, -7.0], [3.0, -3.0, -3.0]))
+    np.testing.assert_array_equal(ints, [-1, 1])
+    check_gradient(lambda a, b: tf.truncatemod(a, b), [np.array([-7.3, 7.4, 2.2]), np.array([3.1, -3.2, 1.9])])

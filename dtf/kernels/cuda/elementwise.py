@@ -123,6 +123,7 @@ BINARY = {
     "FloorDiv": (lambda x, y, a: _floor(x / y), FLOATS, None),
     "FloorMod": (lambda x, y, a: _floor_mod(x, y), FLOATS, None),
     "TruncateDiv": (lambda x, y, a: _trunc(x / y), FLOATS, None),
+    "TruncateMod": (lambda x, y, a: math.fmod(x, y), FLOATS, None),
     "Xdivy": (lambda x, y, a: x / y if x != 0 else 0, FLOATS, None),
     "Less": (lambda x, y, a: x < y, _COMPARE, np.bool_),
     "LessEqual": (lambda x, y, a: x <= y, _COMPARE, np.bool_),
@@ -136,7 +137,7 @@ BINARY = {
 }
 # Integer divisions run on the host, as TF's int32 GPU kernels of these ops do: a zero
 # divisor must fail the step, which a device thread cannot report.
-HOST_INT_BINARY = ("FloorDiv", "FloorMod", "TruncateDiv")
+HOST_INT_BINARY = ("FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod")
 
 
 def _unary_kernel(fn):

@@ -54,6 +54,13 @@ def _floordiv(x, y):
     return np.floor_divide(x, y)
 
 
+def _truncatemod(x, y):
+    """C's remainder: the sign of the dividend (TF's TruncateMod)."""
+    if x.dtype.kind in "iu" and np.any(y == 0):
+        raise ValueError("Integer division by zero")
+    return np.fmod(x, y)
+
+
 def _floormod(x, y):
     if x.dtype.kind in "iu" and np.any(y == 0):
         raise ValueError("Integer division by zero")
@@ -109,6 +116,7 @@ for _op, _f in {
     "FloorDiv": _quiet(_floordiv), "FloorMod": _quiet(_floormod), "Pow": _quiet(_pow),
     "Maximum": np.maximum, "Minimum": np.minimum,
     "SquaredDifference": lambda x, y: np.square(x - y), "TruncateDiv": _quiet(_truncatediv),
+    "TruncateMod": _quiet(_truncatemod),
     "DivNoNan": _quiet(_div_no_nan), "Atan2": np.arctan2, "Xdivy": _quiet(_xdivy),
 }.items():
     _elementwise(_op, _keep(_f))

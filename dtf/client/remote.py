@@ -124,19 +124,14 @@ class _MasterChannel:
         state = {"last": 0.0}
 
         def on_wait(elapsed):
-            if elapsed - state["last"] < 2.0:
+            if elapsed - state["last"] < transport.PING_EVERY_S:
                 return
             state["last"] = elapsed
             try:
-                reply = self._client.ping(self.address, 3.0)
-            except transport.Unreachable:
+                self._client.check_alive(self.address, self._incarnation, "The master")
+            except errors.OpError:
                 self._connected = False
-                raise errors.UnavailableError(
-                    None, None, f"The master at {self.address} stopped answering") from None
-            if reply.get("incarnation") != self._incarnation:
-                self._connected = False
-                raise errors.AbortedError(None, None, f"The master at {self.address} restarted "
-                                          "while the step was running")
+                raise
 
         return on_wait
 

@@ -17,8 +17,6 @@ from dtf.wire import transport
 
 log = logging.getLogger("dtf")
 
-PING_EVERY_S = 2.0
-PING_TIMEOUT_S = 3.0
 LOG_WAIT_EVERY_S = 10.0
 
 _FROM_ENV = object()  # TaskService's default: keys from DTF_CLUSTER_KEYS, else plain
@@ -79,19 +77,6 @@ class Peers:
         except Exception as e:  # noqa: BLE001 - zmq errors on a closed context etc.
             raise errors.UnavailableError(None, None, f"Cannot reach {task} at {address}: {e}") from None
 
-    def _check_alive(self, task, address, incarnation=None):
-        """Pings a peer; Unavailable if silent, Aborted if it restarted since ``incarnation``
-        (a request sent to the old process will never be answered)."""
-        try:
-            reply = self._client.ping(address, PING_TIMEOUT_S)
-        except transport.Unreachable:
-            raise errors.UnavailableError(
-                None, None, f"Task {task} at {address} is not answering (it may have died "
-                "or never started)") from None
-        if incarnation is not None and reply.get("incarnation") != incarnation:
-            raise errors.AbortedError(None, None, f"Task {task} at {address} restarted while "
-                                      "the step was running")
-
     def _receive(self, task, address, rid, timeout_s, incarnation=None):
         state = {"last_ping": 0.0, "last_log": 0.0}
 
@@ -99,9 +84,9 @@ class Peers:
             if elapsed - state["last_log"] >= LOG_WAIT_EVERY_S:
                 state["last_log"] = elapsed
                 log.info("waiting for %s at %s (%.0f s)", task, address, elapsed)
-            if elapsed - state["last_ping"] >= PING_EVERY_S:
+            if elapsed - state["last_ping"] >= transport.PING_EVERY_S:
                 state["last_ping"] = elapsed
-                self._check_alive(task, address, incarnation)
+                self._client.check_alive(address, incarnation, f"Task {task}")
 
         try:
             reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait)
@@ -176,11 +161,11 @@ class Peers:
                     early[i] = reply
                     transport.raise_for_error(reply)
             now = time.monotonic()
-            if now - state["last_ping"] >= PING_EVERY_S:
+            if now - state["last_ping"] >= transport.PING_EVERY_S:
                 state["last_ping"] = now
                 for i, task, address, rid, incarnation in remote:
                     if i not in early:
-                        self._check_alive(task, address, incarnation)
+                        self._client.check_alive(address, incarnation, f"Task {task}")
 
         return on_idle
 
@@ -223,7 +208,7 @@ class Peers:
             if svc is not None:
                 n = svc.worker.gpu_count
             else:
-                n = int(self.call(task, {"type": "Status"}, timeout_s=PING_TIMEOUT_S * 3).get("gpus", 0))
+                n = int(self.call(task, {"type": "Status"}, timeout_s=transport.PING_TIMEOUT_S * 3).get("gpus", 0))
             self._gpus[task] = n
         return n
 

@@ -23,6 +23,8 @@ log = logging.getLogger("dtf.wire")
 
 _ids = itertools.count(1)
 _POLL_SLICE_MS = 500
+PING_EVERY_S = 2.0  # how often a caller waiting for a reply checks that its peer lives
+PING_TIMEOUT_S = 3.0  # a peer silent this long to a ping is taken for dead
 
 
 def tcp_endpoint(address: str) -> str:
@@ -156,6 +158,21 @@ class Client:
     def ping(self, address, timeout_s):
         """A Ping on its own socket: answered by the peer's I/O thread even when busy."""
         return self.call(address, {"type": "Ping"}, timeout_s, kind="ping")
+
+    def check_alive(self, address, incarnation, who, timeout_s=None):
+        """Pings ``who`` (a task or master, for messages) at ``address``: UnavailableError if
+        it does not answer, AbortedError if it restarted since ``incarnation`` (a request
+        sent to the old process will never be answered)."""
+        try:
+            reply = self.ping(address, PING_TIMEOUT_S if timeout_s is None else timeout_s)
+        except Unreachable:
+            raise errors.UnavailableError(
+                None, None, f"{who} at {address} is not answering (it may have died or never "
+                "started)") from None
+        if incarnation is not None and reply.get("incarnation") != incarnation:
+            raise errors.AbortedError(None, None, f"{who} at {address} restarted while the step "
+                                      "was running")
+        return reply
 
     def push(self, address, header):
         """One-way message (no reply), e.g. a tensor for a peer's rendezvous."""

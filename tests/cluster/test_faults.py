@@ -19,6 +19,7 @@ import pytest
 
 import dtf as tf
 from dtf.runtime import service
+from dtf.wire import transport
 from tests.cluster.conftest import REPO
 from tests.cluster.test_training import _example, _finish, _trainer_args, _wait_for_checkpoint, _worker_config
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.cluster
 
 # A dead peer is noticed by the next liveness ping (every PING_EVERY_S) once it has gone
 # unanswered for PING_TIMEOUT_S; the rest is slack for a busy machine.
-REPORT_BOUND_S = service.PING_EVERY_S + service.PING_TIMEOUT_S + 5.0
+REPORT_BOUND_S = transport.PING_EVERY_S + transport.PING_TIMEOUT_S + 5.0
 
 
 def _cross_task_graph():

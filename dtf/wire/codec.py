@@ -11,6 +11,7 @@ See docs/protocol.md for the message catalogue.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 
 import numpy as np
@@ -21,6 +22,11 @@ from . import shm
 PROTOCOL_VERSION = 1
 CHUNK_BYTES = 4 << 20
 MAX_HEADER_BYTES = 64 << 20
+# Tensors from this size on travel as a stream of Part messages ahead of their message (over
+# TCP; same-host peers use shared memory): the receiver copies each part into place while
+# the next one is on the wire, instead of joining all chunks after the last one arrived.
+STREAM_MIN_BYTES = 2 * CHUNK_BYTES
+_stream_ids = itertools.count(1)
 
 
 class WireError(ValueError):
@@ -32,17 +38,23 @@ _NP_BY_NAME = {d.name: np.dtype(d.as_numpy_dtype) for d in dtypes.ALL if d.name 
 _NAME_BY_NP = {npd: name for name, npd in _NP_BY_NAME.items()}
 
 
-def encode(header: dict, same_host: bool = False) -> list:
+def encode(header: dict, same_host: bool = False, streams: list | None = None) -> list:
     """Encodes a message (dict with plain data, DTypes, bytes and numpy arrays) into frames.
     JSON's C encoder walks the message; only arrays, dtypes and bytes reach Python.
     ``same_host``: the peer shares this host, so large tensors go through shared memory
-    (``{"@s": notice}``, see dtf.wire.shm) instead of the socket."""
+    (``{"@s": notice}``, see dtf.wire.shm) instead of the socket. ``streams``: a list to
+    which numeric tensors of STREAM_MIN_BYTES or more are appended as (stream id, bytes)
+    instead of framed (``{"@r": id}``); the caller sends them first (``part_messages``)."""
     frames: list = [b""]
 
     def special(obj):
         if isinstance(obj, np.ndarray):
             if same_host and obj.nbytes >= shm.MIN_BYTES and shm.worth_it(obj):
                 return {"@s": shm.put(obj)}
+            if streams is not None and obj.nbytes >= STREAM_MIN_BYTES:
+                ref = _stream_tensor(obj, streams)
+                if ref is not None:
+                    return ref
             return _pack_tensor(obj, frames)
         if isinstance(obj, dtypes.DType):
             return {"@d": obj.name}
@@ -78,8 +90,96 @@ def _pack_tensor(arr: np.ndarray, frames):
     return {"@t": idx, "dtype": name, "shape": list(arr.shape), "n": len(chunks)}
 
 
-def decode(frames, max_message_bytes: int | None = None) -> dict:
-    """Decodes frames (bytes or zmq.Frame) into a message dict; WireError on bad input."""
+def _stream_tensor(arr: np.ndarray, streams):
+    name = _NAME_BY_NP.get(arr.dtype)
+    if name is None:  # strings and odd byte orders keep their framed form
+        return None
+    if not arr.data.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    sid = next(_stream_ids)
+    streams.append((sid, memoryview(arr).cast("B")))
+    return {"@r": sid, "dtype": name, "shape": list(arr.shape)}
+
+
+def part_messages(streams):
+    """The Part messages that carry ``streams`` (from ``encode``): each is a header frame
+    and one data frame of at most CHUNK_BYTES, sent without a copy."""
+    for sid, raw in streams:
+        total = len(raw)
+        for offset in range(0, total, CHUNK_BYTES):
+            head = json.dumps({"type": "Part", "id": 0, "stream": sid, "offset": offset,
+                               "total": total}, separators=(",", ":")).encode()
+            yield [head, raw[offset:offset + CHUNK_BYTES]]
+
+
+class StreamTooLarge(WireError):
+    """A streamed message over the receiver's size limit."""
+
+
+class PartialStreams:
+    """The streams one sender has in flight to this receiver: ``add`` copies a Part into
+    place; ``take`` (used by ``decode`` for ``{"@r": id}``) hands over a complete one.
+    Parts of one stream arrive in order (one socket), so a stream is a buffer and a count.
+    A stream over ``max_bytes`` is not stored: its message is refused (StreamTooLarge)."""
+
+    def __init__(self, max_bytes: int | None = None):
+        self._max_bytes = max_bytes
+        self._streams: dict = {}  # id -> [uint8 array, bytes received]
+        self._refused: dict = {}  # id -> its declared size
+        self._refuse_rest = 0  # a Part was refused before it could be read: the size seen
+        self.touched = 0.0  # monotonic time of the last part, for sweeping abandoned ones
+
+    def refuse_rest(self, size: int):
+        """A message from this sender was too large to read (maybe a Part): the streams
+        its next message names are refused as too large."""
+        self._refuse_rest = size
+
+    def held_bytes(self) -> int:
+        return sum(len(buf) for buf, _ in self._streams.values())
+
+    def add(self, head: dict, frame):
+        sid, offset, total = head.get("stream"), head.get("offset"), head.get("total")
+        if type(sid) is not int or type(offset) is not int or type(total) is not int or total <= 0:
+            raise WireError("malformed Part message")
+        if sid in self._refused:
+            return
+        data = np.frombuffer(_buffer(frame), dtype=np.uint8)
+        entry = self._streams.get(sid)
+        if entry is None:
+            if offset != 0:
+                raise WireError(f"Part of stream {sid} at offset {offset} without its start")
+            if self._max_bytes is not None and total + self.held_bytes() > self._max_bytes:
+                self._refused[sid] = total
+                return
+            entry = self._streams[sid] = [np.empty(total, dtype=np.uint8), 0]
+        buf, got = entry
+        if offset != got or len(buf) != total or got + len(data) > total or not len(data):
+            self._streams.pop(sid, None)
+            raise WireError(f"Part of stream {sid} out of order (offset {offset}, expected {got} "
+                            f"of {len(buf)})")
+        buf[got:got + len(data)] = data
+        entry[1] = got + len(data)
+
+    def take(self, sid):
+        if type(sid) is int and sid in self._refused:
+            raise StreamTooLarge(f"message of at least {self._refused[sid]} bytes exceeds the "
+                                 f"limit of {self._max_bytes} bytes")
+        if self._refuse_rest and sid not in self._streams:
+            raise StreamTooLarge(f"message with a part of {self._refuse_rest} bytes exceeds the "
+                                 f"limit of {self._max_bytes} bytes")
+        entry = self._streams.pop(sid, None) if type(sid) is int else None
+        if entry is None or entry[1] != len(entry[0]):
+            raise WireError(f"streamed tensor {sid!r} missing or incomplete (were its parts "
+                            "over twice the message limit, which drops the connection?)")
+        return entry[0]
+
+    def __bool__(self):
+        return bool(self._streams or self._refused or self._refuse_rest)
+
+
+def decode(frames, max_message_bytes: int | None = None, streams: PartialStreams | None = None) -> dict:
+    """Decodes frames (bytes or zmq.Frame) into a message dict; WireError on bad input.
+    ``streams``: where the sender's streamed tensors (``{"@r": id}``) were assembled."""
     if not frames:
         raise WireError("empty message")
     head = _buffer(frames[0])
@@ -93,6 +193,11 @@ def decode(frames, max_message_bytes: int | None = None) -> dict:
         # Called by JSON's C decoder for every object, innermost first.
         if "@t" in obj:
             return _unpack_tensor(obj, frames)
+        if "@r" in obj:
+            if streams is None:
+                raise WireError(f"streamed tensor {obj['@r']!r} missing: no part of it came (were "
+                                "they over twice the message limit, which drops the connection?)")
+            return _unpack_streamed(obj, streams.take(obj["@r"]))
         if "@s" in obj:
             try:
                 return shm.take(obj["@s"])
@@ -214,6 +319,22 @@ def _unpack_numeric(ref, frames):
     if n == 0 or len(buf) != n * npd.itemsize:
         return None
     return np.frombuffer(buf, dtype=npd).reshape(shape)
+
+
+def _unpack_streamed(ref, buf):
+    dtype, shape = ref.get("dtype"), ref.get("shape")
+    npd = _NP_BY_NAME.get(dtype) if type(dtype) is str else None
+    if npd is None:
+        raise WireError(f"unknown tensor dtype {dtype!r}")
+    if type(shape) is not list or len(shape) > 32 or any(type(d) is not int or d < 0 for d in shape):
+        raise WireError(f"bad tensor shape {shape}")
+    n = 1
+    for d in shape:
+        n *= d
+    if len(buf) != n * npd.itemsize:
+        raise WireError(f"streamed tensor has {len(buf)} bytes, expected {n * npd.itemsize} "
+                        f"for {dtype}{shape}")
+    return buf.view(npd).reshape(shape)
 
 
 def _join_chunks(chunk_frames, dtype, shape, n):

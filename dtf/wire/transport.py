@@ -27,6 +27,7 @@ _ids = itertools.count(1)
 _POLL_SLICE_MS = 500
 PING_EVERY_S = 2.0  # how often a caller waiting for a reply checks that its peer lives
 PING_TIMEOUT_S = 3.0  # a peer silent this long to a ping is taken for dead
+STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is dropped
 
 
 # The hot paths call pyzmq's compiled socket methods with plain-int flags: its Python layer
@@ -111,28 +112,32 @@ class Client:
         socks = getattr(self._local, "socks", {})
         s = socks.pop((address, kind), None)
         if s is not None:
+            getattr(self._local, "partials", {}).pop(s, None)
             s.close(0)
 
     def send(self, address, header, kind="rpc"):
         """Sends a request; returns its id. The reply is read with ``receive``."""
         rid = next(_ids)
         header["id"] = rid
-        frames = self._encode(header, address)
-        self._check_size(frames, address)
-        send_frames(self._socket(address, kind), frames)
+        self._send_message(self._socket(address, kind), header, address)
         return rid
 
-    @staticmethod
-    def _encode(header, address):
+    def _send_message(self, sock, header, address):
         """A peer on this host gets large tensors through shared memory, and is asked to
-        answer the same way (``same_host`` in the request)."""
+        answer the same way (``same_host`` in the request); others get them streamed in
+        Part messages ahead of the message (codec.STREAM_MIN_BYTES)."""
         local = shm.is_local(address)
         if local:
             header["same_host"] = True
-        return codec.encode(header, same_host=local)
+        streams: list = []
+        frames = codec.encode(header, same_host=local, streams=streams)
+        self._check_size(frames, address, sum(len(raw) for _, raw in streams))
+        for part in codec.part_messages(streams):
+            send_frames(sock, part)
+        send_frames(sock, frames)
 
-    def _check_size(self, frames, address):
-        size = sum(len(f) if not isinstance(f, memoryview) else f.nbytes for f in frames)
+    def _check_size(self, frames, address, streamed=0):
+        size = streamed + sum(len(f) if not isinstance(f, memoryview) else f.nbytes for f in frames)
         if size > self._max_bytes:
             raise errors.ResourceExhaustedError(
                 None, None, f"message of {size} bytes to {address} exceeds the limit of "
@@ -154,11 +159,10 @@ class Client:
             if readable(s, wait_ms):
                 frames = recv_frames(s)
                 try:
-                    reply = codec.decode(frames)
+                    reply = self.decode_reply(s, frames)
                 except codec.WireError as e:
-                    log.warning("dropping malformed reply from %s: %s", address, e)
-                    continue
-                if reply.get("id") == rid:
+                    reply = _unreadable_reply(frames, e, address)
+                if reply is not None and reply.get("id") == rid:
                     return reply
                 continue  # a late reply to an abandoned request
             if deadline is not None and time.monotonic() >= deadline:
@@ -177,12 +181,35 @@ class Client:
         while readable(s):
             frames = recv_frames(s)
             try:
-                reply = codec.decode(frames)
-            except codec.WireError:
-                continue
-            if reply.get("id") == rid:
+                reply = self.decode_reply(s, frames)
+            except codec.WireError as e:
+                reply = _unreadable_reply(frames, e, address)
+            if reply is not None and reply.get("id") == rid:
                 return reply
         return None
+
+    def decode_reply(self, sock, frames):
+        """The reply in ``frames`` read from ``sock`` (one of this thread's sockets), or None
+        when they were a Part of a tensor streamed ahead of it (kept until it comes)."""
+        partials = getattr(self._local, "partials", None)
+        if partials is None:
+            partials = self._local.partials = {}
+        streams = partials.get(sock)
+        try:
+            reply = codec.decode(frames, streams=streams)
+            if reply.get("type") == "Part":
+                if len(frames) != 2:
+                    raise codec.WireError(f"Part message with {len(frames)} frames (expected 2)")
+                if streams is None:
+                    streams = partials[sock] = codec.PartialStreams(self._max_bytes)
+                streams.add(reply, frames[1])
+                return None
+        except codec.WireError:
+            partials.pop(sock, None)
+            raise
+        if streams is not None:  # its streamed tensors are in the reply now
+            del partials[sock]
+        return reply
 
     def call(self, address, header, timeout_s=None, kind="rpc", on_wait=None):
         rid = self.send(address, header, kind)
@@ -210,9 +237,7 @@ class Client:
     def push(self, address, header):
         """One-way message (no reply), e.g. a tensor for a peer's rendezvous."""
         header["id"] = 0
-        frames = self._encode(header, address)
-        self._check_size(frames, address)
-        send_frames(self._socket(address, "push"), frames)
+        self._send_message(self._socket(address, "push"), header, address)
 
     def close(self):
         with self._lock:
@@ -244,6 +269,8 @@ class ServerLoop:
         # arrive on this client's sockets, which the loop polls beside the ROUTER.
         self._io_client = Client(security)
         self._awaiting: dict = {}  # request id -> on_reply(reply dict)
+        self._streams: dict = {}  # sender identity -> codec.PartialStreams
+        self._sweeping = False
         self._task = task_name
         self._max_bytes = max_message_bytes or _security.max_message_bytes()
         self._ctx = context()
@@ -341,9 +368,10 @@ class ServerLoop:
         while readable(sock):
             frames = recv_frames(sock)
             try:
-                reply = codec.decode(frames)
+                reply = self._io_client.decode_reply(sock, frames)
             except codec.WireError as e:
-                log.warning("%s: dropping a malformed reply: %s", self._task, e)
+                reply = _unreadable_reply(frames, e, self._task)
+            if reply is None:
                 continue
             on_reply = self._awaiting.pop(reply.get("id"), None)
             if on_reply is not None:  # else a late reply to a forgotten request
@@ -399,17 +427,34 @@ class ServerLoop:
         size = sum(len(f) for f in body)
         if size > self._max_bytes:
             log.warning("%s: refused a message of %d bytes (limit %d)", self._task, size, self._max_bytes)
+            # If it was a Part, the message it belongs to must fail the same way.
+            self._partial_streams(ident.bytes).refuse_rest(size)
             self._send_now(ident, _error_reply(codec.peek_id(body), errors.ResourceExhaustedError(
                 None, None, f"message of {size} bytes refused by {self._task}: the limit is "
                 f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"), self._task))
             return
+        # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
+        sender = ident.bytes if self._streams or len(body) == 2 else None
+        streams = self._streams.get(sender) if self._streams else None
         try:
-            msg = codec.decode(body)
+            msg = codec.decode(body, streams=streams)
+            if msg.get("type") == "Part":
+                self._on_part(sender, msg, body)
+                return
+        except codec.StreamTooLarge as e:
+            self._streams.pop(sender, None)
+            log.warning("%s: refused a message: %s", self._task, e)
+            self._send_now(ident, _error_reply(codec.peek_id(body), errors.ResourceExhaustedError(
+                None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})"), self._task))
+            return
         except codec.WireError as e:
+            self._streams.pop(sender, None)
             log.warning("%s: refused a malformed message: %s", self._task, e)
             self._send_now(ident, _error_reply(codec.peek_id(body), errors.InvalidArgumentError(
                 None, None, f"malformed message refused by {self._task}: {e}"), self._task))
             return
+        if streams is not None:  # its streamed tensors are in the message now
+            del self._streams[sender]
         mtype = msg.get("type")
         rid = msg.get("id")
         if not isinstance(mtype, str):  # an unhashable type would break the lookups
@@ -442,6 +487,32 @@ class ServerLoop:
             return
         self._pool.submit(self._run_handler, fn, msg, ident, rid)
 
+    def _on_part(self, sender, msg, body):
+        """A piece of a tensor streamed ahead of its message: copied into place at once."""
+        if len(body) != 2:
+            raise codec.WireError(f"Part message with {len(body)} frames (expected 2)")
+        self._partial_streams(sender).add(msg, body[1])
+
+    def _partial_streams(self, sender):
+        partial = self._streams.get(sender)
+        if partial is None:
+            partial = self._streams[sender] = codec.PartialStreams(self._max_bytes)
+            if not self._sweeping:
+                self._sweeping = True
+                self.call_later(STREAM_STALE_S, self._sweep_streams)
+        partial.touched = time.monotonic()
+        return partial
+
+    def _sweep_streams(self):
+        """Drops streams whose message never came (the sender died mid-way)."""
+        cutoff = time.monotonic() - STREAM_STALE_S
+        for ident in [i for i, p in self._streams.items() if p.touched < cutoff]:
+            log.warning("%s: dropped %d bytes of a tensor stream whose message never came",
+                        self._task, self._streams.pop(ident).held_bytes())
+        self._sweeping = bool(self._streams)
+        if self._sweeping:
+            self.call_later(STREAM_STALE_S, self._sweep_streams)
+
     def _run_handler(self, fn, msg, ident, rid):
         try:
             reply = fn(msg)
@@ -464,14 +535,16 @@ class ServerLoop:
             else:
                 reply.setdefault("ok", True)
             reply["id"] = rid
+            streams: list = []
             try:
-                frames = codec.encode(reply, same_host=msg.get("same_host") is True)
+                frames = codec.encode(reply, same_host=msg.get("same_host") is True, streams=streams)
             except TypeError as e:
+                streams = []
                 frames = codec.encode(_error_reply(rid, e, self._task))
-            if threading.get_ident() == self._io_ident:
-                send_frames(self._router, [ident] + frames)
-            else:
-                send_frames(self._reply_socket(), [ident] + frames)
+            sock = self._router if threading.get_ident() == self._io_ident else self._reply_socket()
+            for part in codec.part_messages(streams):  # large tensors stream ahead of it
+                send_frames(sock, [ident] + part)
+            send_frames(sock, [ident] + frames)
 
         return respond
 
@@ -552,6 +625,15 @@ def _error_reply(rid, e, task):
         code = errors.INVALID_ARGUMENT if isinstance(e, (ValueError, TypeError, KeyError)) else errors.INTERNAL
         msg = f"{type(e).__name__}: {e}"
     return {"id": rid, "ok": False, "code": code, "message": msg, "task": task}
+
+
+def _unreadable_reply(frames, e, peer):
+    """An error reply standing in for a reply that could not be decoded, so that whoever
+    waits for it (its id, when readable) fails instead of waiting on."""
+    log.warning("unreadable reply from %s: %s", peer, e)
+    code = errors.RESOURCE_EXHAUSTED if isinstance(e, codec.StreamTooLarge) else errors.DATA_LOSS
+    return {"id": codec.peek_id(frames), "ok": False, "code": code,
+            "message": f"unreadable reply from {peer}: {e}"}
 
 
 def raise_for_error(reply, default_task=""):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.cluster
 
 MAX_MESSAGE = 1 << 20  # small limit, so oversized messages are cheap to send
 REPLY_TIMEOUT_MS = 10_000
-ONE_WAY = ("Ping", "Tensor", "AbortStep")  # inline types: no reply without an id
-TYPES = ["Ping", "Tensor", "AbortStep", "RegisterGraph", "RunGraph", "DeregisterGraph", "Status",
+ONE_WAY = ("Ping", "Tensor", "AbortStep", "Part")  # inline types: no reply without an id
+TYPES = ["Ping", "Tensor", "AbortStep", "Part", "RegisterGraph", "RunGraph", "DeregisterGraph", "Status",
          "CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Nope", ""]
 THREAD_BOUND = 16 + 8 + 4  # the handler pool, the peer pool, the I/O thread and slack
 RSS_BOUND_KB = 96 << 10
@@ -173,6 +174,61 @@ def test_message_over_twice_the_limit_drops_the_peer_not_the_task(fuzzer):
     assert fuzzer.sock.poll(500) == 0  # ZeroMQ cut the connection before allocating it
     fuzzer.connect()
     fuzzer.ping()
+
+
+def _parts(sid, data: bytes, size: int, start=0):
+    return [[_json_frame({"type": "Part", "id": 0, "stream": sid, "offset": off, "total": len(data)}),
+             data[off:off + size]] for off in range(start, len(data), size)]
+
+
+def _wait_until(condition, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _ping_with_stream(fuzzer, rid, sid, n):
+    fuzzer.sock.send_multipart([_json_frame(
+        {"type": "Ping", "id": rid, "x": {"@r": sid, "dtype": "uint8", "shape": [n]}})])
+    while True:
+        reply = fuzzer._recv()
+        if reply["id"] == rid:
+            return reply
+
+
+def test_streamed_tensors_assemble_or_are_refused_and_abandoned_ones_expire(monkeypatch):
+    from dtf.wire import transport
+    monkeypatch.setattr(transport, "STREAM_STALE_S", 0.3)
+    task = start_task()
+    fuzzer = Fuzzer(task.address)
+    try:
+        data = bytes(range(256)) * 12
+        for part in _parts(1, data, 1000):
+            fuzzer.sock.send_multipart(part)
+        assert _ping_with_stream(fuzzer, 11, 1, len(data))["ok"] is True
+        missing = _ping_with_stream(fuzzer, 12, 2, 10)  # no parts were sent
+        assert missing["ok"] is False and missing["code"] == 3 and "missing" in missing["message"]
+        for part in _parts(3, data, 1000, start=1000):  # its start never came
+            fuzzer.sock.send_multipart(part)
+        assert _ping_with_stream(fuzzer, 13, 3, len(data))["ok"] is False
+        big = b"\x00" * (MAX_MESSAGE + 10)  # over the task's limit: parts are not kept
+        for part in _parts(4, big, 1 << 18):
+            fuzzer.sock.send_multipart(part)
+        refused = _ping_with_stream(fuzzer, 14, 4, len(big))
+        assert refused["ok"] is False and refused["code"] == 8 and "limit" in refused["message"]
+        quitter = Fuzzer(task.address)  # a sender that stops mid-stream
+        quitter.sock.send_multipart(_parts(5, data, 1000)[0])
+        seen = _wait_until(lambda: task._loop._streams)
+        swept = _wait_until(lambda: not task._loop._streams)
+        quitter.sock.close(0)
+        assert seen and swept
+        check_still_serves(task, fuzzer)
+    finally:
+        fuzzer.sock.close(0)
+        task.stop()
 
 
 def check_still_serves(task, fuzzer):

@@ -197,9 +197,13 @@ def test_large_tensors_cross_tasks_and_reach_the_client(make_cluster, monkeypatc
         doubled = v * 2.0
     with tf.device("/job:local/task:0"):
         total = tf.reduce_sum(doubled[-2:])
+        fed = tf.placeholder(tf.float32, [None])
+    with tf.device("/job:local/task:1"):
+        fed_back = fed + 1.0  # the feed goes client -> task 0 -> task 1 and back
     with tf.Session(cl.target("local", 0)) as sess:
         sess.run(v.initializer)
         assert sess.run(total) == pytest.approx(2.0 * (data[-1] + data[-2]))
         np.testing.assert_array_equal(sess.run(doubled), data * 2.0)
+        np.testing.assert_array_equal(sess.run(fed_back, {fed: data}), data + 1.0)
     leftovers = [f for f in os.listdir("/dev/shm") if f.startswith("dtf-")] if os.path.isdir("/dev/shm") else []
     assert leftovers == []

@@ -36,7 +36,10 @@ _tensor_ref = st.fixed_dictionaries(
      "dtype": st.one_of(st.sampled_from(_DTYPE_NAMES), _scalar, st.lists(st.integers(), max_size=2)),
      "shape": st.one_of(st.lists(_dim, max_size=40), _scalar)},
     optional={"lens": st.one_of(st.lists(st.one_of(st.integers(-2, 300), _scalar), max_size=6), _scalar)})
-_special = st.one_of(_tensor_ref,
+_streamed_ref = st.fixed_dictionaries(
+    {"@r": st.one_of(st.integers(-2, 6), _scalar),
+     "dtype": st.one_of(st.sampled_from(_DTYPE_NAMES), _scalar), "shape": st.one_of(st.lists(_dim, max_size=4), _scalar)})
+_special = st.one_of(_tensor_ref, _streamed_ref,
                      st.fixed_dictionaries({"@d": st.one_of(st.sampled_from(_DTYPE_NAMES), _scalar)}),
                      st.fixed_dictionaries({"@b": st.one_of(st.text(max_size=12), _scalar)}))
 json_values = st.recursive(

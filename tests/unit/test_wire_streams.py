@@ -1,0 +1,108 @@
+"""Streamed tensors: large numeric tensors leave a message as Part messages sent ahead of
+it and are copied into place as each part arrives (codec.encode(streams=...),
+codec.part_messages, codec.PartialStreams, codec.decode(streams=...))."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dtf.wire import codec
+
+BIG = codec.STREAM_MIN_BYTES // 4 + 1000  # float32 elements just over the threshold
+
+
+def _send(header, streams_out=None):
+    """Encodes like a sender; returns (message frames, part messages as lists of bytes)."""
+    streams: list = [] if streams_out is None else streams_out
+    frames = codec.encode(header, streams=streams)
+    parts = [[bytes(f) for f in p] for p in codec.part_messages(streams)]
+    return [bytes(f) for f in frames], parts
+
+
+def _receive(frames, parts, max_bytes=None):
+    partial = codec.PartialStreams(max_bytes)
+    for head, data in parts:
+        partial.add(json.loads(head), data)
+    return codec.decode(frames, streams=partial), partial
+
+
+def test_large_tensors_stream_small_ones_stay_framed():
+    big = np.arange(BIG, dtype=np.float32).reshape(-1, 8)[:, ::-1]  # not C-contiguous
+    small = np.arange(10, dtype=np.int64)
+    frames, parts = _send({"type": "Tensor", "id": 0, "tensors": [big, small]})
+    header = json.loads(frames[0])
+    assert "@r" in header["tensors"][0] and "@t" in header["tensors"][1]
+    assert len(parts) == -(-big.nbytes // codec.CHUNK_BYTES)
+    assert all(len(data) <= codec.CHUNK_BYTES for _, data in parts)
+    msg, partial = _receive(frames, parts)
+    np.testing.assert_array_equal(msg["tensors"][0], big)
+    np.testing.assert_array_equal(msg["tensors"][1], small)
+    assert not partial  # handed over
+
+
+def test_string_tensors_are_never_streamed():
+    strings = np.array([b"x" * (codec.STREAM_MIN_BYTES // 4)] * 5, dtype=object)
+    frames, parts = _send({"s": strings})
+    assert parts == []
+    assert list(codec.decode(frames)["s"]) == list(strings)
+
+
+def test_a_streamed_reference_without_its_parts_is_refused():
+    frames, parts = _send({"t": np.zeros(BIG, np.float32)})
+    with pytest.raises(codec.WireError, match="missing"):
+        codec.decode(frames)
+    with pytest.raises(codec.WireError, match="missing or incomplete"):
+        _receive(frames, parts[:-1])
+
+
+def test_parts_out_of_order_or_without_their_start_are_refused():
+    frames, parts = _send({"t": np.zeros(2 * BIG, np.float32)})
+    partial = codec.PartialStreams()
+    with pytest.raises(codec.WireError, match="without its start"):
+        partial.add(json.loads(parts[1][0]), parts[1][1])
+    partial.add(json.loads(parts[0][0]), parts[0][1])
+    with pytest.raises(codec.WireError, match="out of order"):
+        partial.add(json.loads(parts[2][0]), parts[2][1])
+
+
+@pytest.mark.parametrize("head", [
+    {"stream": "1", "offset": 0, "total": 10}, {"stream": 1, "offset": 0, "total": 0},
+    {"stream": 1, "offset": None, "total": 10}, {"stream": 1, "offset": 0, "total": 1.5}, {},
+])
+def test_malformed_part_headers_are_refused(head):
+    with pytest.raises(codec.WireError, match="malformed Part"):
+        codec.PartialStreams().add(head, b"\x00" * 4)
+
+
+def test_a_part_past_the_declared_total_is_refused():
+    partial = codec.PartialStreams()
+    with pytest.raises(codec.WireError, match="out of order"):
+        partial.add({"stream": 1, "offset": 0, "total": 4}, b"\x00" * 8)
+
+
+def test_a_stream_over_the_limit_is_not_stored_and_its_message_is_too_large():
+    frames, parts = _send({"t": np.zeros(BIG, np.float32)})
+    partial = codec.PartialStreams(max_bytes=1 << 20)
+    for head, data in parts:
+        partial.add(json.loads(head), data)
+    assert partial.held_bytes() == 0
+    with pytest.raises(codec.StreamTooLarge, match="limit"):
+        codec.decode(frames, streams=partial)
+
+
+def test_a_stream_whose_size_disagrees_with_its_reference_is_refused():
+    frames, parts = _send({"t": np.zeros(BIG, np.float32)})
+    header = json.loads(frames[0])
+    header["t"]["shape"] = [BIG + 1]
+    with pytest.raises(codec.WireError, match="expected"):
+        _receive([json.dumps(header).encode()], parts)
+
+
+def test_after_an_unreadable_part_the_message_it_belongs_to_is_too_large():
+    frames, _ = _send({"t": np.zeros(BIG, np.float32)})
+    partial = codec.PartialStreams(max_bytes=1 << 20)
+    partial.refuse_rest(codec.CHUNK_BYTES)  # what a server does with a part over its limit
+    with pytest.raises(codec.StreamTooLarge, match="limit"):
+        codec.decode(frames, streams=partial)

@@ -65,9 +65,10 @@ def wait_for_output(proc, log_path: str, marker: str, timeout_s: float, what: st
 class Cluster:
     """Addresses for ``jobs`` ({job: n tasks}) on free ports; ``start`` launches tasks."""
 
-    def __init__(self, impl: str, jobs: dict, python: str = sys.executable):
+    def __init__(self, impl: str, jobs: dict, python: str = sys.executable, env: dict | None = None):
         self.impl = impl
         self.python = python
+        self.env = env or {}  # added to the tasks' environment
         self.jobs = {j: [f"127.0.0.1:{free_port()}" for _ in range(n)] for j, n in jobs.items()}
         self.procs: list = []
         self.log_dir = tempfile.mkdtemp(prefix=f"bench-{impl}-")
@@ -87,7 +88,7 @@ class Cluster:
                 [self.python, "-m", SERVER_MODULES[self.impl], f"--cluster_spec={self.flags_spec}",
                  f"--job_name={job}", f"--task_index={index}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
-                env=quiet_env())
+                env=dict(quiet_env(), **self.env))
         self.procs.append(proc)
         wait_for_output(proc, log_path, "listening on", timeout_s, f"{self.impl} task {job}:{index}")
         return proc

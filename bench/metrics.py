@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.training import CONFIGS, metric_prefix
-from bench.workloads import TRANSFER_MIB
+from bench.workloads import TCP_MIB, TRANSFER_MIB
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,15 @@ def _transfer_metrics():
     for mib in TRANSFER_MIB:
         yield Metric(f"w3.task_to_client_{mib}mib_gbs", "W3", f"task -> client {mib} MiB", "GB/s",
                      True, ("min", 1.2) if mib == 64 else None, 0.37 if mib == 64 else None)
+
+
+def _tcp_transfer_metrics():
+    for mib in TCP_MIB:
+        yield Metric(f"w3.tcp_task_to_task_{mib}mib_gbs", "W3t", f"TCP only: task -> task {mib} MiB",
+                     "GB/s", True, ("min", 2.0) if mib == 64 else None, 1.78 if mib == 64 else None)
+    for mib in TCP_MIB:
+        yield Metric(f"w3.tcp_task_to_client_{mib}mib_gbs", "W3t", f"TCP only: task -> client {mib} MiB",
+                     "GB/s", True, None, 0.37 if mib == 64 else None)
 
 
 _TRAIN_TF = {("async", 1): 395, ("async", 2): 494, ("sync", 2): 188}
@@ -50,6 +59,7 @@ METRICS = [
     Metric("w2.p50_ms", "W2", "cross-task step p50", "ms", goal=("max", 0.4), issue_tf=1.45),
     Metric("w2.p90_ms", "W2", "cross-task step p90", "ms"),
     *_transfer_metrics(),
+    *_tcp_transfer_metrics(),
     Metric("w4.p50_ms", "W4", "fed mean over 2 tasks p50", "ms"),
     Metric("w4.p90_ms", "W4", "fed mean over 2 tasks p90", "ms"),
     *_training_metrics(),

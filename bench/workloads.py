@@ -16,6 +16,7 @@ from bench.cluster import Cluster
 
 MiB = 1 << 20
 TRANSFER_MIB = (1, 16, 64, 256)
+TCP_MIB = (16, 64)
 TASK0, TASK1 = "/job:local/task:0", "/job:local/task:1"
 
 
@@ -26,12 +27,20 @@ class Env:
         self.impl = impl
         self.tf = tf
         self._cluster = None
+        self._tcp_cluster = None
         self._closers: list = []
 
     def cluster(self) -> Cluster:
         if self._cluster is None:
             self._cluster = Cluster(self.impl, {"local": 2}).start_jobs("local")
         return self._cluster
+
+    def tcp_cluster(self) -> Cluster:
+        """Two tasks that send every tensor through their sockets (no shared memory), as
+        tasks on different hosts do. TensorFlow's tasks always do."""
+        if self._tcp_cluster is None:
+            self._tcp_cluster = Cluster(self.impl, {"local": 2}, env={"DTF_SHM": "0"}).start_jobs("local")
+        return self._tcp_cluster
 
     def session(self, graph, target=""):
         sess = self.tf.Session(target, graph=graph)
@@ -47,8 +56,9 @@ class Env:
                 fn()
             except Exception:  # noqa: BLE001 - tearing down; the cluster goes next anyway
                 pass
-        if self._cluster is not None:
-            self._cluster.stop()
+        for cluster in (self._cluster, self._tcp_cluster):
+            if cluster is not None:
+                cluster.stop()
 
 
 def call_times(fn, n: int) -> list:
@@ -98,12 +108,13 @@ def _transfer_steps(mib: int, quick: bool) -> int:
     return max(2, (32 if quick else 96) // (mib + 2))
 
 
-def setup_transfer(tf, env):
-    cluster = env.cluster()
+def setup_transfer(tf, env, tcp_only=False, sizes=TRANSFER_MIB):
+    cluster = env.tcp_cluster() if tcp_only else env.cluster()
+    prefix = "w3.tcp_" if tcp_only else "w3."
     g = tf.Graph()
     fetches = {}
     with g.as_default():
-        for mib in TRANSFER_MIB:
+        for mib in sizes:
             n = mib * MiB // 4
             with tf.device(TASK1):
                 remote = tf.Variable(tf.zeros([n]), name=f"remote_{mib}")
@@ -124,9 +135,9 @@ def setup_transfer(tf, env):
         for mib, (moved, local) in fetches.items():
             n = _transfer_steps(mib, quick)
             gb = mib * MiB / 1e9
-            out[f"w3.task_to_task_{mib}mib_gbs"] = gb / statistics.median(
+            out[f"{prefix}task_to_task_{mib}mib_gbs"] = gb / statistics.median(
                 call_times(lambda: sess.run(moved), n))
-            out[f"w3.task_to_client_{mib}mib_gbs"] = gb / statistics.median(
+            out[f"{prefix}task_to_client_{mib}mib_gbs"] = gb / statistics.median(
                 call_times(lambda: sess.run(local), n))
         return out
 
@@ -220,9 +231,15 @@ def setup_local_server_step(tf, env):
     return measure
 
 
+def setup_transfer_tcp(tf, env):
+    """W3 between tasks that share no memory (as on two hosts): dtf's TCP path."""
+    return setup_transfer(tf, env, tcp_only=True, sizes=TCP_MIB)
+
+
 SETUPS = {
     "W2": setup_cross_task,
     "W3": setup_transfer,
+    "W3t": setup_transfer_tcp,
     "W4": setup_fed_mean,
     "W7": setup_local_ops,
     "W7s": setup_local_server_step,

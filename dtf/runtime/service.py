@@ -282,9 +282,11 @@ class TaskService:
         }
         # A quick partition runs on the I/O thread (no thread hand-off per step).
         deferred = {"RunGraph": self.worker.start_graph, "RunStep": self.master.start_step}
+        # A refused tensor push must fail its step here, not leave it waiting for the tensor.
+        on_refused = {"Tensor": self.worker.tensor_refused}
         self._loop = transport.ServerLoop(self.address, self._handlers, self._inline, self.task,
                                           security, max_message_bytes=max_message_bytes,
-                                          deferred=deferred) if listen else None
+                                          deferred=deferred, on_refused=on_refused) if listen else None
         self._running = False
 
     def start(self):

@@ -236,6 +236,13 @@ class Worker:
             raise errors.InvalidArgumentError(None, None, "Tensor message: keys and tensors differ")
         self.rendezvous.put_many(msg["step_id"], list(zip(keys, tensors)))
 
+    def tensor_refused(self, header, error):
+        """A ``Tensor`` push this task could not take (over its message limit, malformed):
+        its step fails here with that error instead of waiting for the tensors."""
+        step_id = header.get("step_id")
+        if isinstance(step_id, int):
+            self.rendezvous.abort(step_id, error)
+
     def abort_step(self, msg):
         err = errors.from_code(msg.get("code", errors.CANCELLED), msg.get("message", "step aborted"))
         self.rendezvous.abort(msg["step_id"], err)

@@ -232,17 +232,25 @@ def decode(frames, max_message_bytes: int | None = None, streams: PartialStreams
     return body
 
 
-def peek_id(frames):
-    """The request id of a message without decoding its tensors (None when unreadable), so
-    that a refused message still gets a reply its sender recognises."""
+def peek_header(frames):
+    """The header of a message as plain JSON, its tensors left undecoded (None when
+    unreadable): enough to answer or account for a message that was refused."""
     try:
         head = _buffer(frames[0])
         if len(head) > MAX_HEADER_BYTES:
             return None
-        rid = json.loads(bytes(head).decode("utf-8")).get("id")
-        return rid if isinstance(rid, int) else None
+        header = json.loads(bytes(head).decode("utf-8"))
+        return header if isinstance(header, dict) else None
     except (IndexError, ValueError, AttributeError, UnicodeDecodeError, RecursionError):
         return None
+
+
+def peek_id(frames):
+    """The request id of a message without decoding its tensors (None when unreadable), so
+    that a refused message still gets a reply its sender recognises."""
+    header = peek_header(frames)
+    rid = header.get("id") if header is not None else None
+    return rid if isinstance(rid, int) else None
 
 
 def _buffer(frame):

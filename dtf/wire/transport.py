@@ -256,11 +256,12 @@ class ServerLoop:
     False hands the message to ``handlers``. Handler exceptions become error replies."""
 
     def __init__(self, address, handlers, inline, task_name, security=None, max_workers=16,
-                 max_message_bytes=None, deferred=None):
+                 max_message_bytes=None, deferred=None, on_refused=None):
         self.address = address
         self._handlers = handlers
         self._inline = inline
         self._deferred = deferred or {}
+        self._on_refused = on_refused or {}  # type -> fn(header, error) for refused one-way messages
         self._soon = collections.deque()  # call_soon's functions, run by the I/O thread
         self._timers: list = []  # heap of (monotonic time, seq, fn) for call_later
         self._timer_seq = itertools.count()
@@ -426,12 +427,11 @@ class ServerLoop:
         ident, body = frames[0], frames[1:]
         size = sum(len(f) for f in body)
         if size > self._max_bytes:
-            log.warning("%s: refused a message of %d bytes (limit %d)", self._task, size, self._max_bytes)
             # If it was a Part, the message it belongs to must fail the same way.
             self._partial_streams(ident.bytes).refuse_rest(size)
-            self._send_now(ident, _error_reply(codec.peek_id(body), errors.ResourceExhaustedError(
+            self._refuse(ident, body, errors.ResourceExhaustedError(
                 None, None, f"message of {size} bytes refused by {self._task}: the limit is "
-                f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"), self._task))
+                f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"))
             return
         # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
         sender = ident.bytes if self._streams or len(body) == 2 else None
@@ -441,17 +441,12 @@ class ServerLoop:
             if msg.get("type") == "Part":
                 self._on_part(sender, msg, body)
                 return
-        except codec.StreamTooLarge as e:
-            self._streams.pop(sender, None)
-            log.warning("%s: refused a message: %s", self._task, e)
-            self._send_now(ident, _error_reply(codec.peek_id(body), errors.ResourceExhaustedError(
-                None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})"), self._task))
-            return
         except codec.WireError as e:
             self._streams.pop(sender, None)
-            log.warning("%s: refused a malformed message: %s", self._task, e)
-            self._send_now(ident, _error_reply(codec.peek_id(body), errors.InvalidArgumentError(
-                None, None, f"malformed message refused by {self._task}: {e}"), self._task))
+            self._refuse(ident, body, errors.ResourceExhaustedError(
+                None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})")
+                if isinstance(e, codec.StreamTooLarge) else errors.InvalidArgumentError(
+                None, None, f"malformed message refused by {self._task}: {e}"))
             return
         if streams is not None:  # its streamed tensors are in the message now
             del self._streams[sender]
@@ -486,6 +481,22 @@ class ServerLoop:
                 self._task))
             return
         self._pool.submit(self._run_handler, fn, msg, ident, rid)
+
+    def _refuse(self, ident, body, error):
+        """Answers a message that cannot be read with ``error``. A one-way message has no
+        one waiting for that answer: its ``on_refused`` handler (by type, from its header
+        when readable) tells whom it concerns, e.g. the step a refused tensor belonged to."""
+        log.warning("%s: %s", self._task, error.message)
+        header = codec.peek_header(body)
+        rid = header.get("id") if header is not None else None
+        self._send_now(ident, _error_reply(rid if isinstance(rid, int) else None, error, self._task))
+        mtype = header.get("type") if header is not None and not rid else None
+        on_refused = self._on_refused.get(mtype) if isinstance(mtype, str) else None
+        if on_refused is not None:
+            try:
+                on_refused(header, error)
+            except Exception:  # noqa: BLE001 - best effort on a message already refused
+                log.exception("%s: handling a refused %s failed", self._task, header.get("type"))
 
     def _on_part(self, sender, msg, body):
         """A piece of a tensor streamed ahead of its message: copied into place at once."""

@@ -108,3 +108,28 @@ def test_oversized_message_gets_an_error_reply_and_the_task_keeps_serving(monkey
             assert sess.run(total, {big: np.ones(10, np.float32)}) == 10.0
     finally:
         cl.stop()
+
+
+@pytest.mark.parametrize("elements", [5 << 18, 3 << 20])  # 5 MiB framed, 12 MiB streamed
+def test_a_tensor_over_the_receiving_tasks_limit_fails_its_step_at_once(monkeypatch, elements):
+    """Task 0 accepts less than task 1 sends: the refused push fails the step with
+    ResourceExhausted instead of leaving task 0 waiting for the tensor."""
+    monkeypatch.setenv("DTF_SHM", "0")  # through the socket, not shared memory
+    cl = Cluster({"local": 2})
+    try:
+        monkeypatch.setenv(security.ENV_MAX_MESSAGE, str(3 << 20))
+        cl.start("local", 0)
+        monkeypatch.delenv(security.ENV_MAX_MESSAGE)
+        cl.start("local", 1)
+        with tf.device("/job:local/task:1"):
+            v = tf.Variable(tf.ones([elements]))
+            head = v[:3]
+        with tf.device("/job:local/task:0"):
+            total = tf.reduce_sum(v)
+        with tf.Session(cl.target("local", 0)) as sess:
+            sess.run(v.initializer)
+            with pytest.raises(errors.ResourceExhaustedError, match="limit"):
+                sess.run(total, options=tf.RunOptions(timeout_in_ms=60_000))
+            np.testing.assert_array_equal(sess.run(head), np.ones(3, np.float32))
+    finally:
+        cl.stop()

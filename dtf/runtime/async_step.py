@@ -38,6 +38,9 @@ class AsyncStep:
         for i, (part, msg) in enumerate(zip(self.plan.parts, self.msgs)):
             if part.task == local_task:
                 continue
+            # Tensors its partition sends this task last come back in the reply (one message
+            # fewer); this task's partition gets them when the reply arrives.
+            msg["fold"] = local_task
             try:
                 address = self.master.peers.address(part.task)
                 self.rids[i] = self.loop.request(address, msg, lambda r, i=i: self._on_reply(i, r))
@@ -70,8 +73,11 @@ class AsyncStep:
         task = self.plan.parts[i].task
         try:
             transport.raise_for_error(reply)
-        except errors.OpError as e:
-            self._fail(task, e)
+            if "tensors" in reply:
+                self.master.peers.local_worker().tensor_push(reply)
+        except Exception as e:  # noqa: BLE001 - an error reply, or tensors that do not fit
+            self._fail(task, e if isinstance(e, errors.OpError) else errors.InvalidArgumentError(
+                None, None, f"malformed RunGraph reply from {task}: {type(e).__name__}: {e}"))
             return
         self._complete(i, reply)
 

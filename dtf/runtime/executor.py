@@ -160,7 +160,7 @@ class Plan:
 
     def _outputs(self, ctx, vals):
         if ctx.rendezvous is not None:
-            ctx.rendezvous.flush()  # the partition's last sends
+            ctx.rendezvous.flush(last=True)  # the partition's last sends
         out = []
         for slot, is_ref in zip(self.fetch_slots, self.fetch_is_ref):
             v = vals[slot]

@@ -33,6 +33,10 @@ class StepRendezvous:
         self._send_remote = send_remote
         self._local_task = local_task
         self._outbox: dict = {}  # task -> [(key, value)], sent by flush()
+        # The task whose master asked for this step's partition here: the partition's last
+        # sends to it ride in the RunGraph reply instead of a message of their own.
+        self.fold_task = None
+        self.folded: list = []
         self._waiter = None  # (parked keys, callback) of a step that returned instead of waiting
         self.created = time.monotonic()
         self.started = False  # a partition of the step has started on this task
@@ -60,11 +64,14 @@ class StepRendezvous:
         else:
             self._outbox.setdefault(dst_task, []).append((key, value))
 
-    def flush(self):
+    def flush(self, last=False):
         """Sends what ``send`` queued, one message per task. The executor flushes before it
-        waits for anything and when the partition ends; kernels that block flush first."""
+        waits for anything and when the partition ends (``last``); kernels that block flush
+        first. The last sends to ``fold_task`` are kept in ``folded`` for the reply."""
         if self._outbox:
             outbox, self._outbox = self._outbox, {}
+            if last and self.fold_task is not None:
+                self.folded.extend(outbox.pop(self.fold_task, ()))
             for task, items in outbox.items():
                 self._send_remote(task, self.step_id, items)
 

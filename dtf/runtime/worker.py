@@ -188,6 +188,9 @@ class Worker:
         rendezvous = self.rendezvous.step(step_id, starting=True)
         if msg.get("_on_idle") is not None:  # only set by a master in this process
             rendezvous.on_idle = msg["_on_idle"]
+        fold = msg.get("fold")
+        if isinstance(fold, str) and fold != self.task_name and int(msg.get("task_partitions") or 1) == 1:
+            rendezvous.fold_task = fold
         ctx = StepContext(self.state, step_id, rendezvous, deadline, executor.device, self.task_name)
         return _GraphStep(plan, ctx, step_id, [feeds[n] for n in feed_names], fetches,
                           [] if msg.get("trace") else None, int(msg.get("task_partitions") or 1),
@@ -212,6 +215,11 @@ class Worker:
         # Fetches of a GPU partition leave it in host memory.
         values = [v.copy_to_host() if hasattr(v, "copy_to_host") else v for v in values]
         reply = {"outputs": dict(zip(step.fetches, values))}
+        folded = step.ctx.rendezvous.folded if step.ctx.rendezvous is not None else None
+        if folded:  # tensors for the master's task: its rendezvous takes them from the reply
+            reply["step_id"] = step.step_id
+            reply["keys"] = [k for k, _ in folded]
+            reply["tensors"] = [v for _, v in folded]
         if step.stats is not None:
             reply["stats"] = [{"node": s.node_name, "op": s.op, "start_us": s.all_start_micros,
                                "dur_us": s.op_end_rel_micros, "shapes": s.output_shapes}

@@ -54,6 +54,34 @@ def test_fed_mean_split_over_two_tasks(make_cluster):
         assert sess.run(mean, feed_dict={x: data}) == pytest.approx(float(data.mean()), rel=1e-5)
 
 
+def test_a_remote_partitions_last_tensors_ride_in_its_reply(make_cluster):
+    """Once planned, a step whose remote part ends by sending to the master's task costs
+    the master's task one message (the client's RunStep): the tensors come back in the
+    RunGraph reply, not in a push of their own. Results stay right both ways round."""
+    from dtf.wire import transport
+
+    cl = make_cluster(local=2).start_all()
+    with tf.device("/job:local/task:1"):
+        v = tf.Variable(3.0)
+        a = v + 1.0
+    with tf.device("/job:local/task:0"):
+        b = a * 2.0
+        c = b + 1.0
+    with tf.device("/job:local/task:1"):
+        d = c * 10.0  # and back: task 1 waits for task 0 mid-way, then sends nothing
+    client = transport.Client(None)
+    served = lambda: client.call(cl.jobs["local"][0], {"type": "Status"}, 10)["messages"]  # noqa: E731
+    with tf.Session(cl.target("local", 0)) as sess:
+        sess.run(v.initializer)
+        assert sess.run(b) == 8.0  # plans the signature
+        before = served()
+        assert [sess.run(b) for _ in range(5)] == [8.0] * 5
+        assert served() - before == 5 + 1  # five RunSteps and the Status itself
+        assert sess.run([b, d]) == [8.0, 90.0]
+        assert sess.run([b, d]) == [8.0, 90.0]
+    client.close()
+
+
 def test_client_in_a_third_process_talks_to_remote_master(make_cluster):
     cl = make_cluster(worker=2).start_all()
     a = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))

@@ -24,6 +24,7 @@ class AsyncStep:
         self.master = session.master
         self.plan = plan
         self.msgs = msgs  # one RunGraph per part
+        self.step_id = msgs[0]["step_id"]
         self.fetches = fetches
         self.feeds = feeds
         self.respond = respond
@@ -92,7 +93,13 @@ class AsyncStep:
         outputs = {f: self.feeds[f] for f in self.plan.fed_fetches}
         for r in self.replies:
             outputs.update(r["outputs"])
+        self._release()
         self.respond({"outputs": [outputs[f] for f in self.fetches]})
+
+    def _release(self):
+        """Drops the step's tensors once it has ended: the liveness timer keeps this object
+        for up to PING_EVERY_S, and a fetched slice would keep its whole source alive."""
+        self.replies = self.feeds = self.msgs = None
 
     def _fail(self, task, error):
         if self.done:
@@ -100,7 +107,7 @@ class AsyncStep:
         self.done = True
         for rid in self.rids.values():
             self.loop.forget(rid)
-        abort = {"type": "AbortStep", "step_id": self.msgs[0]["step_id"], "code": errors.CANCELLED,
+        abort = {"type": "AbortStep", "step_id": self.step_id, "code": errors.CANCELLED,
                  "message": "Step cancelled because another task failed: "
                             f"{error.message.splitlines()[0]}"}
         for part in self.plan.parts:
@@ -116,6 +123,7 @@ class AsyncStep:
         if isinstance(error, errors.AbortedError):
             self.session.invalidate()  # a task restarted: register afresh next time
             self.master.peers.forget_gpu_counts()
+        self._release()
         self.respond(error)
 
     def _check_peers(self):

@@ -13,6 +13,9 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import sys
+import threading
+import time
 
 import numpy as np
 
@@ -112,6 +115,51 @@ def part_messages(streams):
             yield [head, raw[offset:offset + CHUNK_BYTES]]
 
 
+class _SpareBuffers:
+    """Receive buffers of finished streams, reused once nothing refers to them any more:
+    the page faults of a fresh 64 MiB array cost about as much as copying into it. Keeps
+    the ``MAX_COUNT`` most recent (``MAX_BYTES`` in all), each for ``KEEP_S`` at most, so
+    a process that stops receiving large tensors holds on to little for long."""
+
+    MAX_COUNT = 2
+    MAX_BYTES = 256 << 20
+    KEEP_S = 10.0
+
+    def __init__(self):
+        self._buffers: list = []  # [(buffer, monotonic time kept)], newest first
+        self._lock = threading.Lock()
+
+    def take(self, nbytes) -> np.ndarray:
+        with self._lock:
+            self._expire()
+            for i in range(len(self._buffers)):
+                buf = self._buffers[i][0]
+                # Held only by the list's tuple, ``buf`` and getrefcount's argument: every
+                # array made from it (views keep their base alive) is gone.
+                if len(buf) == nbytes and sys.getrefcount(buf) == 3:
+                    del self._buffers[i]
+                    return buf
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def keep(self, buf: np.ndarray):
+        if len(buf) > self.MAX_BYTES:
+            return
+        with self._lock:
+            self._buffers.insert(0, (buf, time.monotonic()))
+            while (len(self._buffers) > self.MAX_COUNT
+                   or sum(len(b) for b, _ in self._buffers) > self.MAX_BYTES):
+                self._buffers.pop()
+            self._expire()
+
+    def _expire(self):
+        cutoff = time.monotonic() - self.KEEP_S
+        while self._buffers and self._buffers[-1][1] < cutoff:
+            self._buffers.pop()
+
+
+_spares = _SpareBuffers()
+
+
 class StreamTooLarge(WireError):
     """A streamed message over the receiver's size limit."""
 
@@ -151,7 +199,7 @@ class PartialStreams:
             if self._max_bytes is not None and total + self.held_bytes() > self._max_bytes:
                 self._refused[sid] = total
                 return
-            entry = self._streams[sid] = [np.empty(total, dtype=np.uint8), 0]
+            entry = self._streams[sid] = [_spares.take(total), 0]
         buf, got = entry
         if offset != got or len(buf) != total or got + len(data) > total or not len(data):
             self._streams.pop(sid, None)
@@ -171,6 +219,7 @@ class PartialStreams:
         if entry is None or entry[1] != len(entry[0]):
             raise WireError(f"streamed tensor {sid!r} missing or incomplete (were its parts "
                             "over twice the message limit, which drops the connection?)")
+        _spares.keep(entry[0])
         return entry[0]
 
     def __bool__(self):

@@ -106,3 +106,42 @@ def test_after_an_unreadable_part_the_message_it_belongs_to_is_too_large():
     partial.refuse_rest(codec.CHUNK_BYTES)  # what a server does with a part over its limit
     with pytest.raises(codec.StreamTooLarge, match="limit"):
         codec.decode(frames, streams=partial)
+
+
+def test_a_receive_buffer_is_reused_only_once_no_array_refers_to_it():
+    spares = codec._SpareBuffers()
+    buf = np.empty(100, np.uint8)
+    first = id(buf)
+    spares.keep(buf)
+    view = buf.view(np.float32).reshape(5, 5)
+    del buf
+    assert id(spares.take(100)) != first  # a view still lives: a fresh buffer
+    del view
+    assert id(spares.take(100)) == first
+
+
+def test_spare_buffers_are_bounded_and_expire(monkeypatch):
+    spares = codec._SpareBuffers()
+    monkeypatch.setattr(codec._SpareBuffers, "MAX_BYTES", 250)
+    for _ in range(3):
+        spares.keep(np.empty(100, np.uint8))
+    assert len(spares._buffers) == 2
+    spares.keep(np.empty(300, np.uint8))  # over the bound on its own: not kept
+    assert all(len(b) == 100 for b, _ in spares._buffers)
+    monkeypatch.setattr(codec._SpareBuffers, "KEEP_S", 0.0)
+    spares.take(7)
+    assert spares._buffers == []
+
+
+def test_a_tensor_still_held_keeps_its_values_when_the_next_stream_arrives():
+    frames1, parts1 = _send({"t": np.full(BIG, 1.0, np.float32)})
+    first, _ = _receive(frames1, parts1)
+    frames2, parts2 = _send({"t": np.full(BIG, 2.0, np.float32)})
+    second, _ = _receive(frames2, parts2)
+    assert (first["t"] == 1.0).all() and (second["t"] == 2.0).all()
+    second_buffer = id(second["t"].base)
+    del second
+    frames3, parts3 = _send({"t": np.full(BIG, 3.0, np.float32)})
+    third, _ = _receive(frames3, parts3)
+    assert id(third["t"].base) == second_buffer  # free again, so reused
+    assert (first["t"] == 1.0).all() and (third["t"] == 3.0).all()

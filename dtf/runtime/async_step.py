@@ -12,6 +12,8 @@ another incarnation, fails the step by name.
 """
 from __future__ import annotations
 
+import time
+
 from dtf.framework import errors
 from dtf.wire import transport
 
@@ -56,7 +58,7 @@ class AsyncStep:
                 except Exception as e:  # noqa: BLE001 - e.g. this task restarted: abort the others too
                     self._fail(local_task, _op_error(e))
         if not self.done and self.rids:
-            self.loop.call_later(transport.PING_EVERY_S, self._check_peers)
+            _watchdog(self.loop).add(self)
 
     def _start_local(self, i, msg):
         worker = self.master.peers.local_worker()
@@ -97,9 +99,11 @@ class AsyncStep:
         self.respond({"outputs": [outputs[f] for f in self.fetches]})
 
     def _release(self):
-        """Drops the step's tensors once it has ended: the liveness timer keeps this object
-        for up to PING_EVERY_S, and a fetched slice would keep its whole source alive."""
+        """Drops the step's tensors once it has ended (a fetched slice would keep its whole
+        source alive while anything refers to the step)."""
         self.replies = self.feeds = self.msgs = None
+        if self.rids:
+            _watchdog(self.loop).discard(self)
 
     def _fail(self, task, error):
         if self.done:
@@ -126,14 +130,11 @@ class AsyncStep:
         self._release()
         self.respond(error)
 
-    def _check_peers(self):
-        """Pings the parts still running remotely; re-arms itself until the step ends."""
-        if self.done:
-            return
+    def check_peers(self):
+        """Pings the parts still running remotely (the watchdog calls it every PING_EVERY_S)."""
         for i in list(self.pending):
-            if i in self.rids:
+            if i in self.rids and not self.done:
                 self._ping(self.plan.parts[i])
-        self.loop.call_later(transport.PING_EVERY_S, self._check_peers)
 
     def _ping(self, part):
         address = self.master.peers.address(part.task)
@@ -154,6 +155,43 @@ class AsyncStep:
 
         rid = self.loop.request(address, {"type": "Ping"}, on_pong, kind="ping")
         self.loop.call_later(transport.PING_TIMEOUT_S, on_silence)
+
+
+class _Watchdog:
+    """Liveness checks of a loop's running steps: one timer for all of them (a timer per
+    step kept every step, and what it holds, alive for PING_EVERY_S after it ended). A
+    step is first checked once it has run PING_EVERY_S, then every PING_EVERY_S."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.steps: dict = {}  # step -> monotonic time of its next check
+        self.armed = False
+
+    def add(self, step):
+        self.steps[step] = time.monotonic() + transport.PING_EVERY_S
+        if not self.armed:
+            self.armed = True
+            self.loop.call_later(transport.PING_EVERY_S / 2, self._tick)
+
+    def discard(self, step):
+        self.steps.pop(step, None)
+
+    def _tick(self):
+        now = time.monotonic()
+        for step, due in list(self.steps.items()):
+            if due <= now and step in self.steps:
+                self.steps[step] = now + transport.PING_EVERY_S
+                step.check_peers()
+        self.armed = bool(self.steps)
+        if self.armed:
+            self.loop.call_later(transport.PING_EVERY_S / 2, self._tick)
+
+
+def _watchdog(loop) -> _Watchdog:
+    dog = getattr(loop, "step_watchdog", None)
+    if dog is None:
+        dog = loop.step_watchdog = _Watchdog(loop)
+    return dog
 
 
 def _op_error(e) -> errors.OpError:

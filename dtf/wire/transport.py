@@ -271,6 +271,7 @@ class ServerLoop:
         self._io_client = Client(security)
         self._awaiting: dict = {}  # request id -> on_reply(reply dict)
         self._streams: dict = {}  # sender identity -> codec.PartialStreams
+        self.step_watchdog = None  # liveness checks of the master steps it runs (async_step)
         self._sweeping = False
         self._task = task_name
         self._max_bytes = max_message_bytes or _security.max_message_bytes()

@@ -12,65 +12,36 @@ change visible at all.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 
-from bench.cluster import REPO, quiet_env
 from bench.metrics import BY_ID
-from bench.probe import RESULT
+from bench.probe_client import ProbeClient
 from bench.run import IN_PROCESS
-
-
-class _Probe:
-    """A probe process running the dtf of ``checkout``."""
-
-    def __init__(self, checkout):
-        env = dict(quiet_env(), PYTHONPATH=checkout)
-        self.checkout = checkout
-        self._proc = subprocess.Popen([sys.executable, "-m", "bench.probe", "--impl=dtf"], cwd=checkout,
-                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, text=True)
-        self._next()
-
-    def _next(self):
-        for line in self._proc.stdout:
-            if line.startswith(RESULT):
-                return json.loads(line[len(RESULT):])
-        raise RuntimeError(f"the probe in {self.checkout} exited")
-
-    def round(self, workload, quick):
-        self._proc.stdin.write(json.dumps({"workload": workload, "quick": quick}) + "\n")
-        self._proc.stdin.flush()
-        reply = self._next()
-        if not reply.get("ok"):
-            raise RuntimeError(f"{workload} failed in {self.checkout}: {reply.get('error')}")
-        return reply["metrics"]
-
-    def close(self):
-        try:
-            self._proc.stdin.write(json.dumps({"quit": True}) + "\n")
-            self._proc.stdin.close()
-            self._proc.wait(60)
-        except (OSError, subprocess.TimeoutExpired):
-            self._proc.kill()
 
 
 def compare(other, workloads, rounds, quick=True):
     """{metric id: (this build's samples, the other's samples)}, rounds paired."""
-    probes = {"this": _Probe(REPO), "other": _Probe(other)}
+    probes = {"this": ProbeClient("dtf", sys.executable),
+              "other": ProbeClient("dtf", sys.executable, checkout=other)}
     samples = {"this": {}, "other": {}}
+
+    def round_of(name, workload):
+        reply = probes[name].request({"workload": workload, "quick": quick})
+        if not reply.get("ok"):
+            raise RuntimeError(f"{workload} failed in {name} build: {reply.get('error')}")
+        return reply["metrics"]
+
     try:
         for w in workloads:  # first rounds build graphs and warm up: not counted
-            for p in probes.values():
-                p.round(w, quick)
+            for name in probes:
+                round_of(name, w)
         for r in range(rounds):
             order = ("this", "other") if r % 2 == 0 else ("other", "this")
             for name in order:
                 for w in workloads:
-                    for key, value in probes[name].round(w, quick).items():
+                    for key, value in round_of(name, w).items():
                         samples[name].setdefault(key, []).append(value)
     finally:
         for p in probes.values():

@@ -13,13 +13,16 @@ from bench.probe import RESULT
 
 
 class ProbeClient:
-    def __init__(self, impl, python, start_timeout_s=180.0):
+    def __init__(self, impl, python, start_timeout_s=180.0, checkout=REPO):
+        """``checkout``: the tree whose bench and dtf the probe runs (another build of dtf
+        for bench.compare)."""
         self.impl = impl
         self._log = tempfile.NamedTemporaryFile("w+", prefix=f"bench-probe-{impl}-", suffix=".log",
                                                 delete=False)
+        env = quiet_env() if checkout == REPO else dict(quiet_env(), PYTHONPATH=checkout)
         self._proc = subprocess.Popen([python, "-m", "bench.probe", f"--impl={impl}"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._log, cwd=REPO, env=quiet_env(), text=True)
+                                      stderr=self._log, cwd=checkout, env=env, text=True)
         self._lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         ready = self._next(start_timeout_s)

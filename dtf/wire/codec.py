@@ -48,27 +48,91 @@ def encode(header: dict, same_host: bool = False, streams: list | None = None) -
     (``{"@s": notice}``, see dtf.wire.shm) instead of the socket. ``streams``: a list to
     which numeric tensors of STREAM_MIN_BYTES or more are appended as (stream id, bytes)
     instead of framed (``{"@r": id}``); the caller sends them first (``part_messages``)."""
-    frames: list = [b""]
+    return _thread_codec.encode(header, same_host, streams)
 
-    def special(obj):
+
+class _ThreadCodec(threading.local):
+    """JSON's C encoder and decoder built once per thread around this thread's message
+    context (json.dumps/loads with a hook build both anew on every call: about a third of
+    a small message's encode or decode time)."""
+
+    def __init__(self):
+        self.frames = None
+        self.same_host = False
+        self.streams = None
+        self.partials = None
+        self._iterencode = json.encoder.c_make_encoder(
+            None, self._special_out, json.encoder.encode_basestring_ascii, None, ":", ",",
+            False, False, True) if json.encoder.c_make_encoder is not None else None
+        self._slow_encoder = json.JSONEncoder(separators=(",", ":"), default=self._special_out,
+                                              check_circular=False)
+        self._hooked = json.JSONDecoder(object_hook=self._special_in)
+
+    def encode(self, header, same_host, streams) -> list:
+        frames: list = [b""]
+        self.frames, self.same_host, self.streams = frames, same_host, streams
+        try:
+            if self._iterencode is not None:
+                text = "".join(self._iterencode(header, 0))
+            else:
+                text = self._slow_encoder.encode(header)
+        finally:
+            self.frames = self.streams = None
+        frames[0] = text.encode()
+        return frames
+
+    def _special_out(self, obj):
         if isinstance(obj, np.ndarray):
-            if same_host and obj.nbytes >= shm.MIN_BYTES and shm.worth_it(obj):
+            if self.same_host and obj.nbytes >= shm.MIN_BYTES and shm.worth_it(obj):
                 return {"@s": shm.put(obj)}
-            if streams is not None and obj.nbytes >= STREAM_MIN_BYTES:
-                ref = _stream_tensor(obj, streams)
+            if self.streams is not None and obj.nbytes >= STREAM_MIN_BYTES:
+                ref = _stream_tensor(obj, self.streams)
                 if ref is not None:
                     return ref
-            return _pack_tensor(obj, frames)
+            return _pack_tensor(obj, self.frames)
         if isinstance(obj, dtypes.DType):
             return {"@d": obj.name}
         if isinstance(obj, (bytes, bytearray, memoryview)):
             return {"@b": base64.b64encode(bytes(obj)).decode()}
         if isinstance(obj, np.generic):
-            return _pack_tensor(np.asarray(obj), frames)
+            return _pack_tensor(np.asarray(obj), self.frames)
         raise TypeError(f"cannot put a {type(obj).__name__} on the wire")
 
-    frames[0] = json.dumps(header, separators=(",", ":"), default=special).encode()
-    return frames
+    def decode_hooked(self, text, frames, partials):
+        self.frames, self.partials = frames, partials
+        try:
+            return self._hooked.decode(text)
+        finally:
+            self.frames = self.partials = None
+
+    def _special_in(self, obj):
+        # Called by JSON's C decoder for every object, innermost first.
+        if "@t" in obj:
+            return _unpack_tensor(obj, self.frames)
+        if "@r" in obj:
+            if self.partials is None:
+                raise WireError(f"streamed tensor {obj['@r']!r} missing: no part of it came (were "
+                                "they over twice the message limit, which drops the connection?)")
+            return _unpack_streamed(obj, self.partials.take(obj["@r"]))
+        if "@s" in obj:
+            try:
+                return shm.take(obj["@s"])
+            except (OSError, ValueError, TypeError, AttributeError) as e:
+                raise WireError(f"shared-memory tensor unavailable: {e}") from None
+        if "@d" in obj:
+            try:
+                return dtypes.as_dtype(obj["@d"])
+            except TypeError:
+                raise WireError(f"unknown dtype {obj['@d']!r}") from None
+        if "@b" in obj:
+            try:
+                return base64.b64decode(obj["@b"], validate=True)
+            except (ValueError, TypeError):
+                raise WireError("bad base64 bytes") from None
+        return obj
+
+
+_thread_codec = _ThreadCodec()
 
 
 def _pack_tensor(arr: np.ndarray, frames):
@@ -238,38 +302,14 @@ def decode(frames, max_message_bytes: int | None = None, streams: PartialStreams
         total = sum(len(_buffer(f)) for f in frames)
         if total > max_message_bytes:
             raise WireError(f"message of {total} bytes exceeds the limit of {max_message_bytes}")
-    def special(obj):
-        # Called by JSON's C decoder for every object, innermost first.
-        if "@t" in obj:
-            return _unpack_tensor(obj, frames)
-        if "@r" in obj:
-            if streams is None:
-                raise WireError(f"streamed tensor {obj['@r']!r} missing: no part of it came (were "
-                                "they over twice the message limit, which drops the connection?)")
-            return _unpack_streamed(obj, streams.take(obj["@r"]))
-        if "@s" in obj:
-            try:
-                return shm.take(obj["@s"])
-            except (OSError, ValueError, TypeError, AttributeError) as e:
-                raise WireError(f"shared-memory tensor unavailable: {e}") from None
-        if "@d" in obj:
-            try:
-                return dtypes.as_dtype(obj["@d"])
-            except TypeError:
-                raise WireError(f"unknown dtype {obj['@d']!r}") from None
-        if "@b" in obj:
-            try:
-                return base64.b64decode(obj["@b"], validate=True)
-            except (ValueError, TypeError):
-                raise WireError("bad base64 bytes") from None
-        return obj
-
     text = bytes(head)
     # Only a header holding "@" (tensors, dtypes, bytes) or a \u escape (which could spell
     # one) needs the per-object hook; a plain request decodes entirely in C.
-    hook = special if (b"@" in text or b"\\u" in text) else None
     try:
-        body = json.loads(text.decode("utf-8"), object_hook=hook)
+        if b"@" in text or b"\\u" in text:
+            body = _thread_codec.decode_hooked(text.decode("utf-8"), frames, streams)
+        else:
+            body = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         if isinstance(e, WireError):
             raise

@@ -145,3 +145,35 @@ def test_a_tensor_still_held_keeps_its_values_when_the_next_stream_arrives():
     third, _ = _receive(frames3, parts3)
     assert id(third["t"].base) == second_buffer  # free again, so reused
     assert (first["t"] == 1.0).all() and (third["t"] == 3.0).all()
+
+
+def test_headers_encode_as_compact_json_would():
+    header = {"a": float("nan"), "b": [1.5, -0.0, 1e300, float("-inf")], "s": "\u00e9\u2028\"",
+              "n": None, "t": True, "nested": {"k": [1, {"x": "y"}]}}
+    assert codec.encode(header)[0] == json.dumps(header, separators=(",", ":")).encode()
+
+
+def test_threads_encode_and_decode_at_once_without_mixing_their_messages():
+    import threading
+
+    errors = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(200):
+                arrays = [rng.standard_normal(rng.integers(1, 50)).astype(np.float32) for _ in range(3)]
+                frames = [bytes(f) for f in codec.encode({"seed": seed, "t": arrays})]
+                msg = codec.decode(frames)
+                assert msg["seed"] == seed
+                for a, b in zip(arrays, msg["t"]):
+                    np.testing.assert_array_equal(a, b)
+        except Exception as e:  # noqa: BLE001 - collected for the assert below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

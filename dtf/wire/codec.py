@@ -111,8 +111,7 @@ class _ThreadCodec(threading.local):
             return _unpack_tensor(obj, self.frames)
         if "@r" in obj:
             if self.partials is None:
-                raise WireError(f"streamed tensor {obj['@r']!r} missing: no part of it came (were "
-                                "they over twice the message limit, which drops the connection?)")
+                raise WireError(f"streamed tensor {obj['@r']!r} missing: no part of it came")
             return _unpack_streamed(obj, self.partials.take(obj["@r"]))
         if "@s" in obj:
             try:
@@ -281,8 +280,7 @@ class PartialStreams:
                                  f"limit of {self._max_bytes} bytes")
         entry = self._streams.pop(sid, None) if type(sid) is int else None
         if entry is None or entry[1] != len(entry[0]):
-            raise WireError(f"streamed tensor {sid!r} missing or incomplete (were its parts "
-                            "over twice the message limit, which drops the connection?)")
+            raise WireError(f"streamed tensor {sid!r} missing or incomplete")
         _spares.keep(entry[0])
         return entry[0]
 

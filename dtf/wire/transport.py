@@ -65,6 +65,14 @@ def tcp_endpoint(address: str) -> str:
     return f"tcp://{host}:{port}"
 
 
+def max_frame_bytes(max_message_bytes: int) -> int:
+    """The largest frame a task reads (ZeroMQ drops a peer that sends a larger one, without
+    an answer): twice its message limit, and never less than a dtf sender's largest numeric
+    frame (codec.CHUNK_BYTES) plus room for a header, so that any task's tensors over a
+    lower limit here are refused with an error reply the step can report."""
+    return max(2 * max_message_bytes, codec.CHUNK_BYTES + (1 << 20))
+
+
 def context() -> zmq.Context:
     return zmq.Context.instance()
 
@@ -281,7 +289,7 @@ class ServerLoop:
         # Messages over the limit get an error reply. ZeroMQ itself drops a peer whose frame
         # exceeds twice the limit before allocating it, so no message can make a task
         # allocate without bound. dtf clients check the limit before sending (Client.send).
-        self._router.setsockopt(zmq.MAXMSGSIZE, 2 * self._max_bytes)
+        self._router.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes(self._max_bytes))
         if security is not None:
             security.configure_server(self._router)
         try:

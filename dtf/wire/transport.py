@@ -33,7 +33,7 @@ STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is d
 # The hot paths call pyzmq's compiled socket methods with plain-int flags: its Python layer
 # (flag enums, a Poller per Socket.poll) cost ~14 us per message sent and received here.
 _RawSocket = zmq.backend.Socket
-_SNDMORE, _RCVMORE, _EVENTS, _POLLIN = int(zmq.SNDMORE), int(zmq.RCVMORE), int(zmq.EVENTS), int(zmq.POLLIN)
+_SNDMORE, _POLLIN = int(zmq.SNDMORE), int(zmq.POLLIN)
 
 
 def send_frames(sock, frames):
@@ -45,15 +45,18 @@ def send_frames(sock, frames):
 
 
 def recv_frames(sock) -> list:
-    frames = [_RawSocket.recv(sock, 0, copy=False)]
-    while _RawSocket.get(sock, _RCVMORE):
-        frames.append(_RawSocket.recv(sock, 0, copy=False))
+    # A frame says whether more follow (zmq_msg_more): half the cost of asking the socket.
+    frame = _RawSocket.recv(sock, 0, copy=False)
+    frames = [frame]
+    while frame.more:
+        frame = _RawSocket.recv(sock, 0, copy=False)
+        frames.append(frame)
     return frames
 
 
 def readable(sock, timeout_ms=0) -> bool:
-    if timeout_ms == 0:
-        return bool(_RawSocket.get(sock, _EVENTS) & _POLLIN)
+    # zmq_poll even for a look without waiting: 2.1 us here against 3.3 for reading the
+    # socket's EVENTS option through pyzmq.
     return bool(zmq.backend.zmq_poll([(sock, _POLLIN)], timeout_ms))
 
 
@@ -407,7 +410,7 @@ class ServerLoop:
                 events = {sock for sock, _ in zmq.backend.zmq_poll(watched, self._poll_ms())}
             except zmq.ZMQError:
                 break
-            # Drain by checking EVENTS: raising zmq.Again per empty read cost ~7% of a step.
+            # Drain by asking readable(): raising zmq.Again per empty read cost ~7% of a step.
             if self._replies in events:
                 while readable(self._replies):
                     frames = recv_frames(self._replies)

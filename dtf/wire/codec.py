@@ -140,8 +140,16 @@ def _pack_tensor(arr: np.ndarray, frames):
     if name is None:
         if arr.dtype == object or arr.dtype.kind in "US":
             items = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.reshape(-1)]
-            frames.append(b"".join(items))
-            return {"@t": idx, "dtype": "string", "shape": list(arr.shape), "lens": [len(i) for i in items]}
+            ref = {"@t": idx, "dtype": "string", "shape": list(arr.shape), "lens": [len(i) for i in items]}
+            joined = b"".join(items)
+            if len(joined) <= CHUNK_BYTES:
+                frames.append(joined)
+            else:  # no frame over 4 MiB, so that every task reads it (transport.max_frame_bytes)
+                chunks = range(0, len(joined), CHUNK_BYTES)
+                view = memoryview(joined)
+                frames.extend(view[i:i + CHUNK_BYTES] for i in chunks)
+                ref["n"] = len(chunks)
+            return ref
         name = dtypes.as_dtype(arr.dtype).name  # e.g. a non-native byte order: TypeError
     if not arr.data.c_contiguous:
         arr = np.ascontiguousarray(arr)
@@ -369,9 +377,12 @@ def _unpack_tensor(ref, frames):
     parts = ref.get("n", 1)
     if not isinstance(parts, int) or parts < 1 or idx + parts > len(frames):
         raise WireError(f"tensor frames {idx}..{idx}+{parts} missing (message has {len(frames)} frames)")
-    if parts > 1:
+    if parts > 1 and dtype != "string":
         return _join_chunks(frames[idx:idx + parts], dtype, shape, n)
-    buf = _buffer(frames[idx])
+    if parts > 1:
+        buf = memoryview(b"".join(_buffer(f) for f in frames[idx:idx + parts]))
+    else:
+        buf = _buffer(frames[idx])
     if dtype == "string":
         lens = ref.get("lens")
         if not isinstance(lens, list) or len(lens) != n or any(

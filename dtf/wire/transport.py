@@ -70,8 +70,8 @@ def tcp_endpoint(address: str) -> str:
 
 def max_frame_bytes(max_message_bytes: int) -> int:
     """The largest frame a task reads (ZeroMQ drops a peer that sends a larger one, without
-    an answer): twice its message limit, and never less than a dtf sender's largest numeric
-    frame (codec.CHUNK_BYTES) plus room for a header, so that any task's tensors over a
+    an answer): twice its message limit, and never less than the largest frame a dtf sender
+    makes of a tensor (codec.CHUNK_BYTES) plus room for a header, so that tensors over a
     lower limit here are refused with an error reply the step can report."""
     return max(2 * max_message_bytes, codec.CHUNK_BYTES + (1 << 20))
 

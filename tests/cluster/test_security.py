@@ -135,3 +135,21 @@ def test_a_tensor_over_the_receiving_tasks_limit_fails_its_step_at_once(monkeypa
             np.testing.assert_array_equal(sess.run(head), np.ones(3, np.float32))
     finally:
         cl.stop()
+
+
+def test_a_large_string_feed_over_a_low_limit_is_refused_not_dropped(monkeypatch):
+    """A 6 MiB string goes as frames of at most 4 MiB, which a task reads whatever its
+    limit: it is refused with an answer instead of ZeroMQ dropping the connection."""
+    monkeypatch.setenv(security.ENV_MAX_MESSAGE, str(1 << 20))
+    cl = Cluster({"local": 1}).start_all()
+    try:
+        monkeypatch.delenv(security.ENV_MAX_MESSAGE)
+        text = tf.placeholder(tf.string, [None])
+        count = tf.size(text)
+        with tf.Session(cl.target("local", 0)) as sess:
+            with pytest.raises(errors.ResourceExhaustedError, match="limit"):
+                sess.run(count, {text: np.array([b"x" * (6 << 20)], dtype=object)},
+                         options=tf.RunOptions(timeout_in_ms=60_000))
+            assert sess.run(count, {text: np.array([b"ok"], dtype=object)}) == 1
+    finally:
+        cl.stop()

@@ -177,3 +177,13 @@ def test_threads_encode_and_decode_at_once_without_mixing_their_messages():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_large_string_tensor_goes_as_frames_of_at_most_4_mib():
+    big = np.array([b"a" * (3 << 20), b"", b"b" * (3 << 20), "\u00e9"], dtype=object)
+    frames = codec.encode({"s": big})
+    assert len(frames) == 3 and all(len(f) <= codec.CHUNK_BYTES for f in frames[1:])
+    out = codec.decode([bytes(f) for f in frames])["s"]
+    assert list(out) == [b"a" * (3 << 20), b"", b"b" * (3 << 20), "\u00e9".encode()]
+    with pytest.raises(codec.WireError, match="lengths"):
+        codec.decode([bytes(f) for f in frames[:2]] + [bytes(frames[2])[:-1]])

@@ -188,10 +188,9 @@ class _Watchdog:
 
 
 def _watchdog(loop) -> _Watchdog:
-    dog = getattr(loop, "step_watchdog", None)
-    if dog is None:
-        dog = loop.step_watchdog = _Watchdog(loop)
-    return dog
+    if loop.step_watchdog is None:
+        loop.step_watchdog = _Watchdog(loop)
+    return loop.step_watchdog
 
 
 def _op_error(e) -> errors.OpError:

@@ -188,12 +188,13 @@ class Worker:
         rendezvous = self.rendezvous.step(step_id, starting=True)
         if msg.get("_on_idle") is not None:  # only set by a master in this process
             rendezvous.on_idle = msg["_on_idle"]
+        parts = int(msg.get("task_partitions") or 1)
         fold = msg.get("fold")
-        if isinstance(fold, str) and fold != self.task_name and int(msg.get("task_partitions") or 1) == 1:
+        if isinstance(fold, str) and fold != self.task_name and parts == 1:
             rendezvous.fold_task = fold
         ctx = StepContext(self.state, step_id, rendezvous, deadline, executor.device, self.task_name)
         return _GraphStep(plan, ctx, step_id, [feeds[n] for n in feed_names], fetches,
-                          [] if msg.get("trace") else None, int(msg.get("task_partitions") or 1),
+                          [] if msg.get("trace") else None, parts,
                           executor.device_type)
 
     def _judge_inline(self, step, busy_s):

@@ -135,43 +135,42 @@ _thread_codec = _ThreadCodec()
 
 
 def _pack_tensor(arr: np.ndarray, frames):
-    idx = len(frames)
-    name = _NAME_BY_NP.get(arr.dtype)
-    if name is None:
+    ref = {"@t": len(frames), "dtype": _NAME_BY_NP.get(arr.dtype), "shape": list(arr.shape)}
+    if ref["dtype"] is None:
         if arr.dtype == object or arr.dtype.kind in "US":
             items = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.reshape(-1)]
-            ref = {"@t": idx, "dtype": "string", "shape": list(arr.shape), "lens": [len(i) for i in items]}
-            joined = b"".join(items)
-            if len(joined) <= CHUNK_BYTES:
-                frames.append(joined)
-            else:  # no frame over 4 MiB, so that every task reads it (transport.max_frame_bytes)
-                chunks = range(0, len(joined), CHUNK_BYTES)
-                view = memoryview(joined)
-                frames.extend(view[i:i + CHUNK_BYTES] for i in chunks)
-                ref["n"] = len(chunks)
-            return ref
-        name = dtypes.as_dtype(arr.dtype).name  # e.g. a non-native byte order: TypeError
+            ref["dtype"], ref["lens"] = "string", [len(i) for i in items]
+            return _append_framed(frames, memoryview(b"".join(items)), ref)
+        ref["dtype"] = dtypes.as_dtype(arr.dtype).name  # e.g. a non-native byte order: TypeError
+    return _append_framed(frames, _raw_bytes(arr), ref)
+
+
+def _raw_bytes(arr: np.ndarray):
+    """A numeric array's bytes in C order, without a copy when it is contiguous."""
     if not arr.data.c_contiguous:
         arr = np.ascontiguousarray(arr)
-    raw = memoryview(arr).cast("B") if arr.size else b""
+    return memoryview(arr).cast("B") if arr.size else memoryview(b"")
+
+
+def _append_framed(frames, raw, ref):
+    """Appends ``raw`` as one frame, or as frames of CHUNK_BYTES with ``"n"`` in ``ref``:
+    ZeroMQ moves a multipart message of 4 MiB frames about twice as fast over TCP as one
+    huge frame, and every task reads frames that size (transport.max_frame_bytes)."""
     if len(raw) <= CHUNK_BYTES:
         frames.append(raw)
-        return {"@t": idx, "dtype": name, "shape": list(arr.shape)}
-    # Large tensors go as several frames: ZeroMQ moves a multipart message of 4 MiB frames
-    # about twice as fast over TCP as one huge frame (1.9 vs 0.85 GB/s for 64 MiB here).
+        return ref
     chunks = range(0, len(raw), CHUNK_BYTES)
     frames.extend(raw[i:i + CHUNK_BYTES] for i in chunks)
-    return {"@t": idx, "dtype": name, "shape": list(arr.shape), "n": len(chunks)}
+    ref["n"] = len(chunks)
+    return ref
 
 
 def _stream_tensor(arr: np.ndarray, streams):
     name = _NAME_BY_NP.get(arr.dtype)
     if name is None:  # strings and odd byte orders keep their framed form
         return None
-    if not arr.data.c_contiguous:
-        arr = np.ascontiguousarray(arr)
     sid = next(_stream_ids)
-    streams.append((sid, memoryview(arr).cast("B")))
+    streams.append((sid, _raw_bytes(arr)))
     return {"@r": sid, "dtype": name, "shape": list(arr.shape)}
 
 

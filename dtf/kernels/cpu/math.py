@@ -3,8 +3,10 @@
 The numpy reference spends more time checking and normalising arguments than a small
 matmul or reduction takes: here a MatMul calls BLAS directly and leaves the checks to the
 reference only when numpy refuses the call, and a reduction normalises its axes once per
-distinct axes value (cached per node) instead of on every call. Results equal the
-reference's bit for bit: the same numpy calls with the same accumulation dtype.
+distinct axes value (cached per node) instead of on every call. Reductions equal the
+reference's bit for bit (the same numpy calls with the same accumulation dtype); a small
+MatMul runs on one BLAS thread (see .blas), which may round differently from numpy on
+several.
 """
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.math import _axes
 from dtf.kernels.registry import register_kernel
+from .blas import matmul
 
 
-@register_kernel("MatMul", "CPU", dtypes=dtypes.NUMERIC, label="numpy matmul (BLAS)")
+@register_kernel("MatMul", "CPU", dtypes=dtypes.NUMERIC, label="BLAS, threads sized to the product")
 def mat_mul(node):
     attrs, ref = node.attrs, REFERENCE["MatMul"]
     ta, tb = attrs["transpose_a"], attrs["transpose_b"]
@@ -25,7 +28,7 @@ def mat_mul(node):
         # np.matmul would broadcast higher ranks; MatMul takes matrices only.
         if a.ndim == 2 == b.ndim:
             try:
-                return np.matmul(a.T if ta else a, b.T if tb else b)
+                return matmul(a.T if ta else a, b.T if tb else b)
             except ValueError:
                 pass
         return ref(attrs, a, b)  # raises the reference's error

@@ -26,6 +26,7 @@ from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.nn import (check_conv_shapes, check_sparse_xent, check_xent_shapes,
                                       spatial_geometry)
 from dtf.kernels.registry import register_kernel
+from .blas import matmul
 
 
 def _jit():
@@ -87,7 +88,7 @@ def conv2d_backprop_input(node):
         dx = np.empty(shape, dy.dtype)
         for s in g.chunks:
             n = s.stop - s.start
-            dx[s] = _jit()._col2im(g.rows(dy[s]) @ w2t, n, *shape[1:], *g.window)
+            dx[s] = _jit()._col2im(matmul(g.rows(dy[s]), w2t), n, *shape[1:], *g.window)
         return dx
 
     return compute
@@ -100,7 +101,7 @@ def conv2d_backprop_filter(node):
         g = _ConvGeometry(node, x.shape, shape, x.itemsize)
         dw = np.zeros((int(np.prod(shape[:3])), shape[3]), dy.dtype)
         for s in g.chunks:
-            dw += g.patches(x[s]).T @ g.rows(dy[s])
+            dw += matmul(g.patches(x[s]).T, g.rows(dy[s]))
         return dw.reshape(shape)
 
     return compute

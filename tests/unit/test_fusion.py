@@ -266,7 +266,7 @@ _CHILD = textwrap.dedent("""
 
 
 def test_second_process_loads_the_kernel_from_disk(tmp_path):
-    env = dict(os.environ, DTF_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env = dict(os.environ, DTF_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT, DTF_JIT_BACKGROUND="0")
 
     def child():
         done = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT, capture_output=True,

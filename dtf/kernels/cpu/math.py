@@ -17,6 +17,7 @@ from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.math import _axes
 from dtf.kernels.registry import register_kernel
 from .blas import matmul
+from .jit_loading import when_loaded
 
 
 @register_kernel("MatMul", "CPU", dtypes=dtypes.NUMERIC, label="BLAS, threads sized to the product")
@@ -91,18 +92,21 @@ def reduce_sum(node):
     t = node.attrs.get("T")
     if t not in (dtypes.float32, dtypes.float64):
         return numpy_sum
-    from .dense_jit import _sum_rows  # numba loads with the first plan that needs it
-
     dtype, keep = np.dtype(t.as_numpy_dtype), node.attrs.get("keep_dims", False)
     axes_of = _axes_cache()
 
-    def compute(ctx, x, axes):
-        if x.ndim == 2 and x.dtype == dtype and x.flags.c_contiguous and axes_of(x, axes) == (0,):
-            out = _sum_rows(x)
-            return out.reshape(1, -1) if keep else out
-        return numpy_sum(ctx, x, axes)
+    def with_numba():
+        from .dense_jit import _sum_rows
 
-    return compute
+        def compute(ctx, x, axes):
+            if x.ndim == 2 and x.dtype == dtype and x.flags.c_contiguous and axes_of(x, axes) == (0,):
+                out = _sum_rows(x)
+                return out.reshape(1, -1) if keep else out
+            return numpy_sum(ctx, x, axes)
+
+        return compute
+
+    return when_loaded(with_numba, numpy_sum)
 
 
 @register_kernel("Mean", "CPU", dtypes=(dtypes.float32, dtypes.float64), label="numpy")

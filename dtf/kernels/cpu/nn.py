@@ -3,7 +3,8 @@ their gradients, the softmax cross-entropies and ReluGrad. Float32 and float64 o
 numpy reference serves every other dtype, and Conv2D itself (see below). Relu is a bare
 ufunc call, for every numeric dtype.
 
-Every loop is an njit function compiled on first call and cached on disk. Kernels release
+Every loop is an njit function compiled on first call and cached on disk; the numpy
+reference serves until Numba has loaded in the background (see .jit_loading). Kernels release
 the GIL so the executor's threads overlap them, but are serial: on 2 shared cores a
 parallel=True (prange) version measured worse, its median dominated by waiting for a busy
 second core (AvgPool on 32x28x28x32: 13 ms parallel vs 0.6 ms serial; softmax cross-entropy
@@ -27,6 +28,7 @@ from dtf.kernels.reference.nn import (check_conv_shapes, check_sparse_xent, chec
                                       spatial_geometry)
 from dtf.kernels.registry import register_kernel
 from .blas import matmul
+from .jit_loading import tiered_kernel
 
 
 def _jit():
@@ -80,6 +82,7 @@ class _ConvGeometry:
 
 
 @register_kernel("Conv2DBackpropInput", "CPU", dtypes=FLOATS, label="numba col2im + BLAS")
+@tiered_kernel
 def conv2d_backprop_input(node):
     def compute(ctx, input_sizes, w, dy):
         shape = _sizes(input_sizes)
@@ -95,6 +98,7 @@ def conv2d_backprop_input(node):
 
 
 @register_kernel("Conv2DBackpropFilter", "CPU", dtypes=FLOATS, label="numba im2col + BLAS")
+@tiered_kernel
 def conv2d_backprop_filter(node):
     def compute(ctx, x, filter_sizes, dy):
         shape = _sizes(filter_sizes)
@@ -127,11 +131,12 @@ def _forward_pool(fn_name):
     return factory
 
 
-register_kernel("MaxPool", "CPU", dtypes=FLOATS, label="numba")(_forward_pool("_max_pool"))
-register_kernel("AvgPool", "CPU", dtypes=FLOATS, label="numba")(_forward_pool("_avg_pool"))
+register_kernel("MaxPool", "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward_pool("_max_pool")))
+register_kernel("AvgPool", "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward_pool("_avg_pool")))
 
 
 @register_kernel("MaxPoolGrad", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
 def max_pool_grad(node):
     _max_pool_grad = _jit()._max_pool_grad
 
@@ -143,6 +148,7 @@ def max_pool_grad(node):
 
 
 @register_kernel("AvgPoolGrad", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
 def avg_pool_grad(node):
     _avg_pool_grad = _jit()._avg_pool_grad
 
@@ -161,6 +167,7 @@ def relu(node):
 
 
 @register_kernel("ReluGrad", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
 def relu_grad(node):
     _relu_grad = _jit()._relu_grad
     attrs, ref = node.attrs, REFERENCE["ReluGrad"]
@@ -174,6 +181,7 @@ def relu_grad(node):
 
 
 @register_kernel("SoftmaxCrossEntropyWithLogits", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
 def softmax_xent(node):
     _softmax_xent = _jit()._softmax_xent
 
@@ -185,6 +193,7 @@ def softmax_xent(node):
 
 
 @register_kernel("SparseSoftmaxCrossEntropyWithLogits", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
 def sparse_softmax_xent(node):
     _sparse_softmax_xent = _jit()._sparse_softmax_xent
 

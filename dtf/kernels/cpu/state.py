@@ -14,6 +14,8 @@ from dtf.kernels.registry import register_kernel
 from dtf.runtime import checkpoint_io
 from dtf.runtime.resources import as_array
 
+from .jit_loading import when_loaded
+
 
 def _fmt(shape):
     return "[" + ",".join(str(d) for d in shape) + "]"
@@ -210,18 +212,24 @@ def _check_update_shape(node, var, x):
 
 def _numba_gradient_descent(node):
     """var - alpha * delta in one Numba pass, for float32/64 variables; else numpy."""
-    if node.attrs.get("T") not in (dtypes.float32, dtypes.float64):
-        return lambda var, alpha, delta: _gradient_descent(None, var, alpha, delta)[0]
-    from .dense_jit import _sub_scaled  # numba loads with the first plan that needs it
-
-    dtype = np.dtype(node.attrs["T"].as_numpy_dtype)
-
-    def update(var, alpha, delta):
-        if var.dtype == dtype and alpha.ndim == 0 and delta.shape == var.shape:
-            return _sub_scaled(np.ascontiguousarray(var), alpha[()], np.ascontiguousarray(delta))
+    def with_numpy(var, alpha, delta):
         return _gradient_descent(None, var, alpha, delta)[0]
 
-    return update
+    if node.attrs.get("T") not in (dtypes.float32, dtypes.float64):
+        return with_numpy
+    dtype = np.dtype(node.attrs["T"].as_numpy_dtype)
+
+    def with_numba():
+        from .dense_jit import _sub_scaled
+
+        def update(var, alpha, delta):
+            if var.dtype == dtype and alpha.ndim == 0 and delta.shape == var.shape:
+                return _sub_scaled(np.ascontiguousarray(var), alpha[()], np.ascontiguousarray(delta))
+            return with_numpy(var, alpha, delta)
+
+        return update
+
+    return when_loaded(with_numba, with_numpy)
 
 
 @register_kernel("ApplyGradientDescent", "CPU")

@@ -1,0 +1,135 @@
+"""dtf's Numba loops, loaded on a background thread while numpy stands in for them.
+
+A process's first step that needs a Numba loop used to pay for Numba itself: importing it
+(about 0.25 s here) and initialising its CPU target on the first cached kernel (about
+0.3 s more), 0.57 s of the first training step of an MLP on a worker, and as much again on
+its ps. Every loop behind a CPU kernel only speeds up what numpy computes (the reference,
+or the unfused kernels of a fused group), so there is no need to wait: the first kernel
+that wants one starts the loading here, and until it is done the numpy path runs. Steps go
+on meanwhile, sharing the interpreter with the loader for about half a second.
+
+``loaded()`` is the switch kernels read on every call (one attribute read once loaded).
+``when_loaded(make_fast, slow)`` and ``tiered_kernel(factory)`` wrap the two usual shapes.
+If the loading fails, numpy keeps serving and the failure is logged once.
+
+``DTF_JIT_BACKGROUND=0`` loads on the calling thread instead (the first step waits, as
+before); the unit tests do so, so that they exercise the loops, not the stand-ins.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+
+log = logging.getLogger("dtf")
+
+BACKGROUND = os.environ.get("DTF_JIT_BACKGROUND", "1") != "0"
+# How long interpreter exit waits for a loading still under way: a thread stopped in the
+# middle of an import can hold the import lock that exit handlers need.
+EXIT_WAIT_S = 30.0
+
+_MODULES = ("dtf.kernels.cpu.dense_jit", "dtf.kernels.cpu.nn_jit")
+
+# Ops whose CPU kernels (nn.py, state.py) run these loops once loaded: a session whose graph
+# holds one starts the loading when it is made or extended (``prepare_for``), so that it
+# overlaps with what comes before the training loop (initialising, waiting for the chief).
+# Sum is left out: a graph that only reduces is not worth a background compiler.
+OPS_WITH_LOOPS = frozenset({
+    "ApplyGradientDescent", "ReluGrad", "SoftmaxCrossEntropyWithLogits",
+    "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput", "Conv2DBackpropFilter",
+    "MaxPool", "AvgPool", "MaxPoolGrad", "AvgPoolGrad"})
+
+_done = threading.Event()
+_lock = threading.Lock()
+_loader: threading.Thread | None = None
+_failed = False
+
+
+def loaded() -> bool:
+    """True once the loops can run; the first call starts loading them."""
+    if _done.is_set():
+        return True
+    if _loader is None and not _failed:
+        _start()
+    return _done.is_set()
+
+
+def prepare_for(op_types):
+    """Starts the loading when any of ``op_types`` runs Numba loops on the CPU."""
+    if not _done.is_set() and _loader is None and not OPS_WITH_LOOPS.isdisjoint(op_types):
+        loaded()
+
+
+def _load():
+    global _failed
+    try:
+        import importlib
+
+        import numpy as np
+
+        for name in _MODULES:
+            importlib.import_module(name)
+        from . import dense_jit
+
+        # The first cached kernel a process loads initialises Numba's CPU target.
+        dense_jit._sum_rows(np.zeros((1, 1), np.float32))
+    except Exception:  # noqa: BLE001 - numpy keeps serving
+        _failed = True
+        log.exception("could not load the Numba kernels; numpy runs in their place")
+        return
+    _done.set()
+
+
+def _start():
+    global _loader
+    with _lock:
+        if _loader is not None or _done.is_set():
+            return
+        if not BACKGROUND:
+            _loader = threading.current_thread()
+            _load()
+            return
+        _loader = threading.Thread(target=_load, name="dtf-jit-loader", daemon=True)
+        _loader.start()
+        atexit.register(_loader.join, EXIT_WAIT_S)
+
+
+def wait(timeout_s: float | None = None) -> bool:
+    """Loads now if nothing has started it and waits until done; True when loaded."""
+    loaded()
+    _done.wait(timeout_s)
+    return _done.is_set()
+
+
+def when_loaded(make_fast, slow):
+    """A callable that runs ``slow`` until the loops have loaded, then ``make_fast()``'s
+    result (made once). Plans built after the loading get the fast one directly."""
+    if loaded():
+        return make_fast()
+    fast = None
+
+    def call(*args):
+        nonlocal fast
+        if fast is None:
+            if not _done.is_set():
+                return slow(*args)
+            fast = make_fast()
+        return fast(*args)
+
+    return call
+
+
+def tiered_kernel(factory):
+    """A kernel factory whose Numba kernel takes over from the numpy reference of the same
+    op once the loops have loaded (the reference raises the same errors)."""
+
+    def tiered_factory(node):
+        from dtf.kernels.reference import REFERENCE
+
+        ref, attrs = REFERENCE[node.op], node.attrs
+        return when_loaded(lambda: factory(node), lambda ctx, *xs: ref(attrs, *xs))
+
+    tiered_factory.__name__ = getattr(factory, "__name__", "tiered")
+    tiered_factory.__doc__ = factory.__doc__
+    return tiered_factory

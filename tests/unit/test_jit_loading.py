@@ -1,0 +1,76 @@
+"""Numba loops load in the background while numpy stands in (dtf.kernels.cpu.jit_loading):
+a training step gives the same values before and after the loops take over, a session
+whose graph needs them starts the loading, and a process that exits while they are still
+loading exits cleanly. Each case runs in a fresh interpreter, where nothing is loaded yet."""
+import os
+import subprocess
+import sys
+import textwrap
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TRAIN_STEP = """
+import numpy as np
+import dtf as tf
+from dtf.kernels.cpu import jit_loading
+
+x = tf.constant(np.linspace(-1, 1, 64 * 16, dtype=np.float32).reshape(64, 16))
+labels = tf.constant(np.arange(64) % 10)
+w = tf.Variable(np.linspace(-0.5, 0.5, 16 * 10, dtype=np.float32).reshape(16, 10))
+b = tf.Variable(np.zeros(10, np.float32))
+logits = tf.nn.relu(tf.matmul(x, w) + b)
+loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+"""
+
+
+def run(code, **env):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, timeout=120,
+                          capture_output=True, text=True,
+                          env=dict(os.environ, DTF_JIT_BACKGROUND="1", **env))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_numpy_and_numba_steps_agree():
+    out = run(TRAIN_STEP + """
+import threading
+gate = threading.Event()
+real_load = jit_loading._load
+jit_loading._load = lambda: (gate.wait(), real_load())  # hold the loading back
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    assert jit_loading._loader is not None, "the session did not start the loading"
+    before = [sess.run([loss, train])[0] for _ in range(3)]
+    assert not jit_loading.loaded(), "loaded while held back"
+    gate.set()
+    assert jit_loading.wait(60)
+    sess.run(tf.global_variables_initializer())
+    after = [sess.run([loss, train])[0] for _ in range(3)]
+from dtf.kernels.cpu import dense_jit, nn_jit  # loaded by now
+print(repr(before), repr(after))
+np.testing.assert_allclose(before, after, rtol=1e-6)
+""")
+    assert out.strip()
+
+
+def test_graphs_without_loops_load_nothing():
+    out = run("""
+import sys
+import dtf as tf
+with tf.Session() as sess:
+    print(sess.run(tf.constant(2) + 300))
+from dtf.kernels.cpu import jit_loading
+print(jit_loading._loader is None, "numba" in sys.modules)
+""")
+    assert out.split() == ["302", "True", "False"]
+
+
+def test_exit_while_loading_is_clean():
+    out = run(TRAIN_STEP + """
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+print("done", jit_loading._loader is not None)
+""")
+    assert out.split() == ["done", "True"]

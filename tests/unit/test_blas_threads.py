@@ -1,6 +1,7 @@
 """Matrix products with BLAS threads sized to the product (dtf.kernels.cpu.blas): numpy's
-values (to rounding: OpenBLAS splits a product differently over one thread than over two), one BLAS thread while a small product runs, and the process's own thread
-count untouched afterwards."""
+values (to rounding: OpenBLAS splits a product differently over one thread than over two),
+one BLAS thread while a small product runs, and the process's own thread count untouched
+afterwards."""
 import numpy as np
 import pytest
 

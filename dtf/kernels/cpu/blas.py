@@ -14,8 +14,9 @@ So a product under ``PARALLEL_MIN_WORK`` multiply-adds runs with one BLAS thread
 ones use whatever the process had (``OPENBLAS_NUM_THREADS``, else one per core). The count
 is set around each small call and put back, so numpy calls outside dtf's kernels keep the
 process's setting (OpenBLAS has one count per process: a large product that starts on
-another thread during a small one runs on one thread too, correct but slower). Where the BLAS is not an OpenBLAS that dtf can find (macOS's Accelerate,
-MKL), products run as numpy runs them.
+another thread during a small one runs on one thread too, correct but slower). Where the
+BLAS is not an OpenBLAS that dtf can find (macOS's Accelerate, MKL), products run as numpy
+runs them.
 
 ``DTF_BLAS_PARALLEL_MIN_WORK`` moves the threshold (0: never limit).
 """

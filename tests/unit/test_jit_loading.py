@@ -74,3 +74,21 @@ with tf.Session() as sess:
 print("done", jit_loading._loader is not None)
 """)
     assert out.split() == ["done", "True"]
+
+
+def test_a_child_forked_while_loading_loads_for_itself():
+    out = run(TRAIN_STEP + """
+import os, threading
+gate = threading.Event()
+real_load = jit_loading._load
+jit_loading._load = lambda: (gate.wait(), real_load())  # the parent's loading never ends
+assert not jit_loading.loaded()
+pid = os.fork()
+if pid == 0:
+    jit_loading._load = real_load
+    os._exit(0 if jit_loading.wait(60) else 3)
+_, status = os.waitpid(pid, 0)
+gate.set()
+print(os.waitstatus_to_exitcode(status))
+""")
+    assert out.split() == ["0"]

@@ -95,6 +95,16 @@ def _start():
         atexit.register(_loader.join, EXIT_WAIT_S)
 
 
+def _after_fork_in_child():
+    """A child forked mid-load has the loader's state but not its thread: start afresh."""
+    global _loader, _lock
+    if not _done.is_set():
+        _loader, _lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def wait(timeout_s: float | None = None) -> bool:
     """Loads now if nothing has started it and waits until done; True when loaded."""
     loaded()

@@ -31,15 +31,6 @@ EXIT_WAIT_S = 30.0
 
 _MODULES = ("dtf.kernels.cpu.dense_jit", "dtf.kernels.cpu.nn_jit")
 
-# Ops whose CPU kernels (nn.py, state.py) run these loops once loaded: a session whose graph
-# holds one starts the loading when it is made or extended (``prepare_for``), so that it
-# overlaps with what comes before the training loop (initialising, waiting for the chief).
-# Sum is left out: a graph that only reduces is not worth a background compiler.
-OPS_WITH_LOOPS = frozenset({
-    "ApplyGradientDescent", "ReluGrad", "SoftmaxCrossEntropyWithLogits",
-    "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput", "Conv2DBackpropFilter",
-    "MaxPool", "AvgPool", "MaxPoolGrad", "AvgPoolGrad"})
-
 _done = threading.Event()
 _lock = threading.Lock()
 _loader: threading.Thread | None = None
@@ -55,9 +46,33 @@ def loaded() -> bool:
     return _done.is_set()
 
 
+def uses_loops(factory):
+    """Marks a CPU kernel factory whose kernels switch to these loops once loaded."""
+    factory.uses_loops = True
+    return factory
+
+
+_ops_with_loops: frozenset | None = None
+
+
+def _ops_using_loops() -> frozenset:
+    global _ops_with_loops
+    if _ops_with_loops is None:
+        from dtf.kernels import registry
+
+        _ops_with_loops = frozenset(
+            op for (op, device), defs in registry.registered_kernels().items()
+            if device == "CPU" and any(getattr(d.factory, "uses_loops", False) for d in defs))
+    return _ops_with_loops
+
+
 def prepare_for(op_types):
-    """Starts the loading when any of ``op_types`` runs Numba loops on the CPU."""
-    if not _done.is_set() and _loader is None and not OPS_WITH_LOOPS.isdisjoint(op_types):
+    """Starts the loading when any of ``op_types`` has a CPU kernel marked ``uses_loops``:
+    a session calls it when its graph is made or extended, so that the loading overlaps
+    with what comes before the training loop (initialising, waiting for the chief). Sum,
+    whose row sums also use a loop, is not marked: a graph that only reduces is not worth a
+    background compiler."""
+    if not _done.is_set() and _loader is None and not _ops_using_loops().isdisjoint(op_types):
         loaded()
 
 
@@ -142,4 +157,4 @@ def tiered_kernel(factory):
 
     tiered_factory.__name__ = getattr(factory, "__name__", "tiered")
     tiered_factory.__doc__ = factory.__doc__
-    return tiered_factory
+    return uses_loops(tiered_factory)

@@ -27,6 +27,9 @@ def serve(cluster_spec, job_name: str, task_index: int, ready_message=True):
     if ready_message:
         print(f"dtf server /job:{job_name}/task:{task_index} listening on "
               f"{server.target[len('grpc://'):]} pid {os.getpid()}", flush=True)
+    from dtf.kernels.cpu import jit_loading
+
+    jit_loading.preload_for_server()
     while not stop.wait(0.5):
         pass
     server.stop()

@@ -16,6 +16,7 @@ import dtf.ops.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
 from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import NodeDef
+from dtf.kernels.cpu import jit_loading
 from dtf.runtime import devices
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.runtime.rendezvous import RendezvousManager
@@ -271,4 +272,5 @@ class Worker:
         return {"task": self.task_name, "incarnation": self.incarnation, "pid": os.getpid(),
                 "uptime_s": time.time() - self.started, "steps": self.steps_run,
                 "graphs": len(self._graphs), "max_rss_kb": rss_kb, "last_error": self.last_error,
-                "variables": sum(1 for _ in self.resources.variables()), "gpus": self.gpu_count}
+                "variables": sum(1 for _ in self.resources.variables()), "gpus": self.gpu_count,
+                "cpu_loops": jit_loading.state()}

@@ -60,6 +60,9 @@ class Server:
 
     def join(self):
         """Blocks until the server is stopped (forever, for a classic ps task)."""
+        from dtf.kernels.cpu import jit_loading
+
+        jit_loading.preload_for_server()
         while not self._stopped.wait(3600):
             pass
 

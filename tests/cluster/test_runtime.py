@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -235,3 +236,23 @@ def test_large_tensors_cross_tasks_and_reach_the_client(make_cluster, monkeypatc
         np.testing.assert_array_equal(sess.run(fed_back, {fed: data}), data + 1.0)
     leftovers = [f for f in os.listdir("/dev/shm") if f.startswith("dtf-")] if os.path.isdir("/dev/shm") else []
     assert leftovers == []
+
+
+def test_a_standalone_task_loads_its_cpu_loops_before_the_first_step(make_cluster):
+    """A task process has nothing to do until a step comes: it loads Numba's loops at once,
+    so that the first training steps do not share its interpreter with the loading."""
+    from dtf.wire import transport
+
+    cl = make_cluster(ps=1).start_all()
+    client = transport.Client(None)
+    try:
+        deadline = time.monotonic() + 90
+        state = None
+        while time.monotonic() < deadline:
+            state = client.call(cl.jobs["ps"][0], {"type": "Status"}, 10)["cpu_loops"]
+            if state != "loading":
+                break
+            time.sleep(0.1)
+        assert state == "loaded"
+    finally:
+        client.close()

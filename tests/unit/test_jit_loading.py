@@ -92,3 +92,43 @@ gate.set()
 print(os.waitstatus_to_exitcode(status))
 """)
     assert out.split() == ["0"]
+
+
+def test_a_server_process_preloads_unless_told_not_to():
+    code = """
+import sys
+from dtf.kernels.cpu import jit_loading
+print(jit_loading.state())
+jit_loading.preload_for_server()
+print(jit_loading.state() in ("loading", "loaded"), "numba" in sys.modules or jit_loading._loader is not None)
+print(jit_loading.wait(60), jit_loading.state())
+"""
+    assert run(code).split() == ["idle", "True", "True", "True", "loaded"]
+    off = run("""
+import sys
+from dtf.kernels.cpu import jit_loading
+jit_loading.preload_for_server()
+print(jit_loading.state(), "numba" in sys.modules)
+""", DTF_PRELOAD_KERNELS="0")
+    assert off.split() == ["idle", "False"]
+
+
+def test_a_script_blocked_in_server_join_preloads():
+    out = run("""
+import threading
+import dtf as tf
+from dtf.kernels.cpu import jit_loading
+server = tf.train.Server.create_local_server()
+print(jit_loading.state())
+joined = threading.Thread(target=server.join)
+joined.start()
+import time
+deadline = time.monotonic() + 30
+while jit_loading.state() == "idle" and time.monotonic() < deadline:
+    time.sleep(0.01)  # wait() would start the loading itself: only look
+print(jit_loading.state() != "idle" and jit_loading.wait(60))
+server.stop()
+joined.join(10)
+print(joined.is_alive())
+""")
+    assert out.split() == ["idle", "True", "False"]

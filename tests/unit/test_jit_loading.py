@@ -132,3 +132,23 @@ joined.join(10)
 print(joined.is_alive())
 """)
     assert out.split() == ["idle", "True", "False"]
+
+
+def test_the_interpreter_switches_threads_often_while_loading():
+    out = run("""
+import importlib, sys
+from dtf.kernels.cpu import jit_loading
+seen = []
+real_import = importlib.import_module
+def watched(name, *args):
+    if name in jit_loading._MODULES:
+        seen.append(sys.getswitchinterval())
+    return real_import(name, *args)
+importlib.import_module = watched
+default = sys.getswitchinterval()
+assert jit_loading.wait(60)
+print(default, max(seen), sys.getswitchinterval())
+""")
+    default, during, after = map(float, out.split())
+    assert during == 0.0005 < default
+    assert after == default

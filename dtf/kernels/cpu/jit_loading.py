@@ -110,7 +110,8 @@ LOADING_SWITCH_INTERVAL_S = 0.0005
 def _load():
     global _failed
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, LOADING_SWITCH_INTERVAL_S))
+    loading_interval = min(interval, LOADING_SWITCH_INTERVAL_S)
+    sys.setswitchinterval(loading_interval)
     try:
         import importlib
 
@@ -127,7 +128,7 @@ def _load():
         log.exception("could not load the Numba kernels; numpy runs in their place")
         return
     finally:
-        if sys.getswitchinterval() == min(interval, LOADING_SWITCH_INTERVAL_S):
+        if sys.getswitchinterval() == loading_interval:
             sys.setswitchinterval(interval)  # unless someone else has set it meanwhile
     _done.set()
 

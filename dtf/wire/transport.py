@@ -585,7 +585,12 @@ class ServerLoop:
         s = self._ctx.socket(zmq.PUSH)
         s.setsockopt(zmq.LINGER, 0)
         s.connect(self._wake_endpoint)
-        s.send(b"")
+        try:
+            # Never blocking: the loop may have seen ``_stopping`` and closed its wake
+            # socket already, and a PUSH with no peer would wait for one forever.
+            s.send(b"", zmq.NOBLOCK)
+        except zmq.Again:
+            pass
         s.close()
         self._thread.join(5)
         self._pool.shutdown()

@@ -19,12 +19,30 @@ class WouldBlock(Exception):
     step run in pieces on a server's I/O thread: ``ctx.may_park`` is its resume callback).
     ``subscribed``: the kernel registered the callback where it waits, so the step parks
     and retries the kernel when woken; False: the step must go on on a thread of its own.
-    ``deadline`` (time.monotonic()) is when the kernel gives up, if ever."""
+    ``deadline`` (time.monotonic()) is when the kernel gives up, if ever. ``wake``: the
+    ParkedWake the kernel registered, which says whether its resource has changed since
+    (a step that resumes for another reason does not retry a kernel still bound to wait)."""
 
-    def __init__(self, subscribed=False, deadline=None):
+    def __init__(self, subscribed=False, deadline=None, wake=None):
         super().__init__("would block")
         self.subscribed = subscribed
         self.deadline = deadline
+        self.wake = wake
+
+
+class ParkedWake:
+    """What a parked kernel registers with the resource it waits on: calling it records
+    that the resource changed and resumes the step."""
+
+    __slots__ = ("resume", "fired")
+
+    def __init__(self, resume):
+        self.resume = resume
+        self.fired = False
+
+    def __call__(self):
+        self.fired = True
+        self.resume()
 
 
 @dataclass(frozen=True)

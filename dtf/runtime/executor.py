@@ -190,15 +190,16 @@ class _DataflowRun:
         self.ready.reverse()
         self.parked: dict = {}
         self.remaining = len(plan.steps)
-        self.blocked: list = []  # steps whose kernel would have blocked: retried on resume
+        # (step, WouldBlock) of kernels that would have blocked: retried on a resume once
+        # their resource has changed, their deadline passed or the step was aborted.
+        self.blocked: list = []
         self.wake_at = None
         self.needs_thread = False
 
     def advance(self, on_ready=None) -> bool:
-        if self.blocked:
-            self.ready.extend(self.blocked)
-            self.blocked = []
         self.wake_at = None
+        if self.blocked:
+            self._retry_blocked(everything=on_ready is None)
         self.ctx.may_park = on_ready
         try:
             with np.errstate(all="ignore"):
@@ -270,18 +271,41 @@ class _DataflowRun:
         finally:
             self.remaining = remaining
 
+    def _retry_blocked(self, everything):
+        """Makes ready the blocked kernels worth retrying. A synchronous-training step
+        resumes for every tensor it receives and every accumulator that changes: retrying
+        each blocked kernel each time cost the ps most of its CPU in failed attempts (each
+        of which also registered its wake-up again)."""
+        if everything or self.ctx.aborted() is not None:
+            self.ready.extend(i for i, _ in self.blocked)
+            self.blocked = []
+            return
+        now = time.monotonic()
+        still = []
+        for i, wb in self.blocked:
+            if (wb.wake is None or wb.wake.fired
+                    or (wb.deadline is not None and now >= wb.deadline)):
+                self.ready.append(i)
+            else:
+                still.append((i, wb))
+                if wb.deadline is not None:
+                    self._wake_by(wb.deadline)
+        self.blocked = still
+
     def _would_block(self, i, wb):
-        self.blocked.append(i)
+        self.blocked.append((i, wb))
         if not wb.subscribed:
             self.needs_thread = True
         elif wb.deadline is not None:
-            self.wake_at = wb.deadline if self.wake_at is None else min(self.wake_at, wb.deadline)
+            self._wake_by(wb.deadline)
+
+    def _wake_by(self, when):
+        self.wake_at = when if self.wake_at is None else min(self.wake_at, when)
 
     def _park_deadline(self):
         """A parked step asks to be woken at its deadline (then it fails as a wait would)."""
-        deadline = self.ctx.deadline
-        if deadline is not None:
-            self.wake_at = deadline if self.wake_at is None else min(self.wake_at, deadline)
+        if self.ctx.deadline is not None:
+            self._wake_by(self.ctx.deadline)
 
     def outputs(self):
         out = self.plan._outputs(self.ctx, self.vals)

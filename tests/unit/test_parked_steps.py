@@ -114,3 +114,36 @@ def test_an_accumulator_take_parks_until_enough_gradients_arrived():
     h.run([push])
     assert run.advance(on_ready=lambda: None) is True
     np.testing.assert_allclose(run.outputs()[0], [2.0, 4.0])
+
+
+def test_a_resume_retries_only_the_kernels_whose_resource_changed():
+    g = tf.Graph()
+    with g.as_default():
+        first = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="first")
+        second = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="second")
+        both = [first.dequeue(), second.dequeue()]
+        feed_first, feed_second = first.enqueue([1.0]), second.enqueue([2.0])
+    h = Harness(g)
+    run = h.start(both)
+    woken = []
+    assert run.advance(on_ready=lambda: woken.append(1)) is False
+    second_queue = h.state.resources.lookup("", "second")
+    assert len(second_queue.waiters) == 1
+    h.run([feed_first])
+    assert woken == [1]
+    assert run.advance(on_ready=lambda: woken.append(2)) is False
+    # The second dequeue was not retried: a retry would have registered its wake-up again.
+    assert len(second_queue.waiters) == 1
+    h.run([feed_second])
+    assert run.advance(on_ready=lambda: None) is True
+    assert run.outputs() == [np.float32(1.0), np.float32(2.0)]
+
+
+def test_an_aborted_step_retries_its_blocked_kernels_and_fails():
+    g, ops = queue_graph()
+    h = Harness(g)
+    run = h.start([ops["deq"]])
+    assert run.advance(on_ready=lambda: None) is False
+    run.ctx.rendezvous.abort(errors.CancelledError(None, None, "another partition failed"))
+    with pytest.raises(errors.CancelledError, match="another partition failed"):
+        run.advance(on_ready=lambda: None)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from dtf.framework import errors
-from dtf.kernels.registry import WouldBlock, register_kernel
+from dtf.kernels.registry import ParkedWake, WouldBlock, register_kernel
 from dtf.runtime.resources import as_array
 
 POLL_S = 0.1  # how often a blocked kernel checks for an aborted step
@@ -28,7 +28,8 @@ def _wait(res, ready, ctx, timeout_ms, describe):
 
     A step run in pieces (``ctx.may_park``: its resume callback) does not wait: the
     callback is registered with the resource, under its lock so no notification is lost,
-    and WouldBlock ends this attempt; the step retries the kernel when woken."""
+    and WouldBlock ends this attempt; the step retries the kernel once this resource has
+    changed (or at the deadline, or when the step is aborted)."""
     if ready():
         return
     parking = ctx.may_park is not None
@@ -44,8 +45,9 @@ def _wait(res, ready, ctx, timeout_ms, describe):
             raise err
         if deadline is not None and time.monotonic() >= deadline:
             raise errors.DeadlineExceededError(None, None, f"Timed out {describe()}")
-        res.waiters.append(ctx.may_park)
-        raise WouldBlock(subscribed=True, deadline=deadline)
+        wake = ParkedWake(ctx.may_park)
+        res.waiters.append(wake)
+        raise WouldBlock(subscribed=True, deadline=deadline, wake=wake)
     ctx.flush_sends()  # what this partition already sent may be what unblocks us
     start = time.monotonic()
     while not ready():

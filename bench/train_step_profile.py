@@ -76,8 +76,14 @@ def main(argv=None):
     args = p.parse_args(argv)
     import dtf as tf
 
+    from dtf.kernels.cpu import jit_loading
+
     sess, train_op, feed = build(tf)
     step_times(sess, train_op, feed, 200)  # warm-up: plan compiled, caches filled
+    # Until Numba's loops are loaded (in the background) kernels run numpy fallbacks:
+    # measure the steady state only.
+    jit_loading.wait(60.0)
+    step_times(sess, train_op, feed, 200)
     wall, cpu = step_times(sess, train_op, feed, args.steps)
     print(f"median step: {statistics.median(wall) * 1e6:.1f} us wall "
           f"(p10 {np.percentile(wall, 10) * 1e6:.1f}, p90 {np.percentile(wall, 90) * 1e6:.1f}), "

@@ -56,6 +56,9 @@ class _FetchPlan:
         self.graph = graph
         self.elements: list = []
         self._index: dict = {}
+        # The fetched objects themselves: a cached plan is keyed by their ids (_fetch_key),
+        # which must not be reused by other objects while the plan is cached.
+        self._leaves: list = []
         self.builder = self._map(fetches)
 
     def _element(self, fetch):
@@ -71,6 +74,7 @@ class _FetchPlan:
         except KeyError as e:
             raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
                              f"({e.args[0]})") from None
+        self._leaves.append(fetch)
         key = id(el)
         if key not in self._index:
             self._index[key] = len(self.elements)
@@ -206,7 +210,8 @@ class BaseSession:
             except (TypeError, ValueError) as e:
                 raise ValueError(f"Cannot feed value {value!r} for Tensor {t.name!r} of dtype "
                                  f"{t.dtype.name}: {e}") from None
-            if not t.shape.is_compatible_with(arr.shape):
+            dims = t.shape.as_tuple_or_none()
+            if dims is not None and dims != arr.shape and not _dims_accept(dims, arr.shape):
                 raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
                                  f"{t.name!r}, which has shape {str(t.shape)!r}")
             items.append((t.name, arr))
@@ -250,14 +255,20 @@ class BaseSession:
             pass
 
 
+def _dims_accept(dims, shape) -> bool:
+    """TensorShape.is_compatible_with for a known rank and a concrete shape, without
+    building shapes: a training loop checks its feeds every step."""
+    return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
+
+
 def _fetch_key(fetches):
     """A hashable key for a fetch structure (TypeError if it has unhashable leaves)."""
     if isinstance(fetches, (list, tuple)) and not isinstance(fetches, str):
         return (type(fetches), tuple(_fetch_key(f) for f in fetches))
     if isinstance(fetches, dict):
         return (type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
-    if isinstance(fetches, (_ops.Tensor, _ops.Operation)):
-        return id(fetches)
+    if isinstance(fetches, (_ops.Tensor, _ops.Operation)) or hasattr(fetches, "_as_graph_element"):
+        return id(fetches)  # a Variable too: training loops fetch global_step every step
     if isinstance(fetches, str):
         return fetches
     raise TypeError("uncacheable fetch")

@@ -44,6 +44,32 @@ def test_feed_shape_mismatch_is_value_error():
             sess.run(x, {x: [1, 2, 3]})
 
 
+def test_feed_shape_checks_each_known_dimension_and_the_rank():
+    x = tf.placeholder(tf.float32, [None, 2], name="q")
+    anything = tf.placeholder(tf.float32, None, name="any")
+    with tf.Session() as sess:
+        assert sess.run(tf.reduce_sum(x), {x: np.ones((3, 2))}) == 6.0
+        with pytest.raises(ValueError, match=r"shape \(3, 3\) for Tensor 'q:0', which has shape '\(\?, 2\)'"):
+            sess.run(x, {x: np.ones((3, 3))})
+        with pytest.raises(ValueError, match=r"shape \(2,\) for Tensor 'q:0'"):
+            sess.run(x, {x: np.ones(2)})
+        assert sess.run(anything, {anything: np.ones((1, 2, 3))}).shape == (1, 2, 3)
+        x.set_shape([4, 2])  # a shape refined after runs is what later feeds are checked against
+        with pytest.raises(ValueError, match=r"shape \(3, 2\) for Tensor 'q:0', which has shape '\(4, 2\)'"):
+            sess.run(x, {x: np.ones((3, 2))})
+
+
+def test_a_fetched_variable_reuses_its_fetch_plan_and_reads_fresh_values():
+    v = tf.Variable(1.0)
+    bump = tf.assign_add(v, 1.0)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        for expected in (2.0, 3.0):
+            sess.run(bump)
+            assert sess.run([v]) == [expected]
+        assert len(sess._fetch_plans) == 3  # v.initializer's, bump's, and [v]'s once
+
+
 def test_feed_value_cannot_be_a_tensor():
     x = tf.placeholder(tf.float32, [])
     with tf.Session() as sess:

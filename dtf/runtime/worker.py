@@ -124,13 +124,22 @@ class Worker:
         run = plan.start(step.ctx, step.feed_values) if plan.dataflow is not None else None
         # "inline" while the I/O thread drives it; "thread" once handed to a handler
         # thread; "ended" once answered. Late wake-ups (several waits may each wake a
-        # parked step, and deadline timers fire anyway) find it no longer inline.
-        state = {"phase": "inline"}
+        # parked step) find it no longer inline. "timer": the pending wake-up at the
+        # step's deadline, cancelled when the step leaves the I/O thread: a queue's
+        # timeout (minutes for SyncReplicasOptimizer's token) would otherwise keep every
+        # step, and all it holds, alive that long.
+        state = {"phase": "inline", "timer": None}
+
+        def stop_timer():
+            if state["timer"] is not None:
+                state["timer"].cancel()
+                state["timer"] = None
 
         def finish(result):
             if state["phase"] == "ended":
                 return
             state["phase"] = "ended"
+            stop_timer()
             if isinstance(result, errors.OpError):
                 self._step_failed(step, result)
             self._partition_done(step.step_id, step.parts)
@@ -147,11 +156,13 @@ class Worker:
                     values = run.outputs()
                 else:
                     self._judge_inline(step, time.perf_counter() - t0)
+                    stop_timer()
                     if run.needs_thread:
                         state["phase"] = "thread"
                         loop.run_on_pool(lambda: _finish_blocking(run), finish)
                     elif run.wake_at is not None:
-                        loop.call_later(max(0.0, run.wake_at - time.monotonic()), advance)
+                        state["timer"] = loop.call_later(max(0.0, run.wake_at - time.monotonic()),
+                                                         advance)
                     return
             except Exception as e:  # noqa: BLE001 - the reply carries it
                 finish(e)

@@ -274,7 +274,8 @@ class ServerLoop:
         self._deferred = deferred or {}
         self._on_refused = on_refused or {}  # type -> fn(header, error) for refused one-way messages
         self._soon = collections.deque()  # call_soon's functions, run by the I/O thread
-        self._timers: list = []  # heap of (monotonic time, seq, fn) for call_later
+        self._timers: list = []  # heap of (monotonic time, seq, TimerHandle) for call_later
+        self._cancelled_timers = 0  # handles in the heap whose timer was cancelled
         self._timer_seq = itertools.count()
         self._io_ident = None
         # Requests the I/O thread itself sends (a master step's RunGraphs): their replies
@@ -332,9 +333,21 @@ class ServerLoop:
         if threading.get_ident() != self._io_ident:
             self._reply_socket().send(b"")  # wakes the I/O thread
 
-    def call_later(self, delay_s, fn):
-        """Runs ``fn()`` on the I/O thread after ``delay_s`` (call from the I/O thread)."""
-        heapq.heappush(self._timers, (time.monotonic() + delay_s, next(self._timer_seq), fn))
+    def call_later(self, delay_s, fn) -> "TimerHandle":
+        """Runs ``fn()`` on the I/O thread after ``delay_s`` (call from the I/O thread).
+        Its handle's ``cancel()`` (also from the I/O thread) lets go of ``fn`` at once."""
+        handle = TimerHandle(self, fn)
+        heapq.heappush(self._timers, (time.monotonic() + delay_s, next(self._timer_seq), handle))
+        return handle
+
+    def _timer_cancelled(self):
+        # A step's deadline timer is cancelled when the step ends, usually long before
+        # the deadline: drop such entries once they are most of the heap.
+        self._cancelled_timers += 1
+        if self._cancelled_timers > 64 and 2 * self._cancelled_timers > len(self._timers):
+            self._timers = [t for t in self._timers if t[2].fn is not None]
+            heapq.heapify(self._timers)
+            self._cancelled_timers = 0
 
     def request(self, address, header, on_reply, kind="rpc"):
         """Sends a request from the I/O thread; ``on_reply(reply dict)`` runs on the I/O
@@ -366,8 +379,12 @@ class ServerLoop:
     def _run_timers(self):
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
-            _, _, fn = heapq.heappop(self._timers)
-            self._soon.append(fn)
+            _, _, handle = heapq.heappop(self._timers)
+            fn, handle.fn = handle.fn, None
+            if fn is None:
+                self._cancelled_timers -= 1
+            else:
+                self._soon.append(fn)
         self._run_soon()
 
     def _poll_ms(self):
@@ -599,6 +616,22 @@ class ServerLoop:
         for s in (self._router, self._replies, self._wake):
             s.close(0)
         self._io_client.close()
+
+
+class TimerHandle:
+    """A pending ``ServerLoop.call_later``."""
+
+    __slots__ = ("_loop", "fn")
+
+    def __init__(self, loop, fn):
+        self._loop = loop
+        self.fn = fn  # None once run or cancelled
+
+    def cancel(self):
+        """Drops the timer and what its function holds (call on the loop's I/O thread)."""
+        if self.fn is not None:
+            self.fn = None
+            self._loop._timer_cancelled()
 
 
 class HandlerPool:

@@ -1,11 +1,18 @@
-"""The server's I/O loop (transport.ServerLoop) in one process: stopping it never hangs."""
+"""The server's I/O loop (transport.ServerLoop) in one process: stopping it never hangs,
+and timers let go of what they hold once cancelled (a parked step's deadline)."""
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 
+import dtf as tf
+from dtf.framework.graph_def import node_def_of
+from dtf.runtime.worker import Worker
 from dtf.train.server import free_port
 from dtf.wire import transport
+
+DEVICE = "/job:ps/replica:0/task:0/device:CPU:0"
 
 
 class _LoopLeavesAfterConnect:
@@ -39,3 +46,94 @@ def test_stop_returns_when_the_loop_leaves_between_connect_and_send():
     stopper.join(15)
     assert not loop._thread.is_alive()
     assert not stopper.is_alive(), "stop() waited for a loop that had already left"
+
+
+def _idle_loop():
+    """A loop whose I/O thread is not started: the test thread plays it."""
+    return transport.ServerLoop(f"127.0.0.1:{free_port()}", {}, {}, "/job:t/task:0")
+
+
+def _live_timers(loop):
+    return [entry for entry in loop._timers if entry[2].fn is not None]
+
+
+def test_a_cancelled_timer_never_runs_and_lets_go_of_its_function():
+    loop = _idle_loop()
+    try:
+        ran = []
+        fn = lambda: ran.append(1)  # noqa: E731
+        watch = weakref.ref(fn)
+        loop.call_later(0.0, fn).cancel()
+        del fn
+        assert watch() is None
+        loop._run_timers()
+        assert ran == []
+        kept = loop.call_later(0.0, lambda: ran.append(2))
+        loop._run_timers()
+        assert ran == [2] and kept.fn is None
+        kept.cancel()  # after it ran: nothing to do
+    finally:
+        loop.stop()
+
+
+def test_cancelled_timers_do_not_pile_up_in_the_heap():
+    loop = _idle_loop()
+    try:
+        handles = [loop.call_later(300.0, lambda: None) for _ in range(1000)]
+        for h in handles[:900]:
+            h.cancel()
+        assert len(_live_timers(loop)) == 100
+        assert len(loop._timers) < 300
+    finally:
+        loop.stop()
+
+
+def _with_inputs(op):
+    """``op`` and every op it reads, in the graph's order."""
+    needed, todo = set(), [op]
+    while todo:
+        o = todo.pop()
+        if o not in needed:
+            needed.add(o)
+            todo.extend(t.op for t in o.inputs)
+            todo.extend(o.control_inputs)
+    return [o for o in op.graph.get_operations() if o in needed]
+
+
+def _queue_worker():
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="q")
+        dequeue = q.dequeue(timeout_ms=300_000)  # as long as SyncReplicasOptimizer's token wait
+        enqueue = q.enqueue([1.0])
+    worker = Worker("/job:ps/replica:0/task:0")
+    handles = {}
+    for name, target in (("deq", dequeue.op), ("enq", enqueue)):
+        nodes = [node_def_of(op) for op in _with_inputs(target)]  # a partition runs all it holds
+        handles[name] = (worker.register_graph({"device": DEVICE, "nodes": nodes})["handle"],
+                         [dequeue.name] if name == "deq" else [], target.name)
+    step_ids = iter(range(1, 1000))
+
+    def message(name):
+        handle, fetches, _ = handles[name]
+        return {"type": "RunGraph", "handle": handle, "step_id": next(step_ids),
+                "fetches": fetches, "feeds": {}, "incarnation": worker.incarnation}
+
+    return worker, message
+
+
+def test_a_parked_step_that_ends_cancels_its_deadline_timer():
+    worker, message = _queue_worker()
+    worker.run_graph(message("enq"))
+    worker.run_graph(message("deq"))  # compiles the plan and finds it quick: it may run inline
+    loop = _idle_loop()
+    try:
+        replies = []
+        assert worker.start_graph(message("deq"), replies.append, loop)
+        assert replies == [] and len(_live_timers(loop)) == 1  # parked until its timeout
+        worker.run_graph(message("enq"))
+        loop._run_soon()  # the queue woke the parked step
+        assert len(replies) == 1 and replies[0]["outputs"]
+        assert _live_timers(loop) == []
+    finally:
+        loop.stop()

@@ -124,6 +124,12 @@ class StepRendezvous:
             if not arrived and self.on_idle is not None:
                 self.on_idle()
 
+    def forget_waiter(self):
+        """Drops a parked step's callback once the step has ended here: a step parked only
+        on kernels leaves it registered (for an abort), and it refers back to the step."""
+        with self._cond:
+            self._waiter = None
+
     def abort(self, error):
         with self._cond:
             if self._error is None:
@@ -191,7 +197,9 @@ class RendezvousManager:
 
     def finish(self, step_id):
         with self._lock:
-            self._steps.pop(step_id, None)
+            r = self._steps.pop(step_id, None)
+            if r is not None:
+                r.forget_waiter()
             self._finished[step_id] = None
             while len(self._finished) > 4096:
                 self._finished.popitem(last=False)

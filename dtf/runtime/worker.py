@@ -40,6 +40,76 @@ class _GraphStep:
     device_type: str
 
 
+class _InlineRun:
+    """A partition driven by a server's I/O thread (Worker.start_graph). A class rather
+    than closures: a closure that schedules itself is a reference cycle, and every step's
+    context, rendezvous and run then waited for the cycle collector (~35 objects per
+    partition on a sync ps) instead of going when the step ends."""
+
+    __slots__ = ("worker", "step", "run", "respond", "loop", "phase", "timer")
+
+    def __init__(self, worker, step, respond, loop):
+        self.worker = worker
+        self.step = step
+        plan = step.plan
+        self.run = plan.start(step.ctx, step.feed_values) if plan.dataflow is not None else None
+        self.respond = respond
+        self.loop = loop
+        # "inline" while the I/O thread drives it; "thread" once handed to a handler
+        # thread; "ended" once answered. Late wake-ups (several waits may each wake a
+        # parked step) find it no longer inline.
+        self.phase = "inline"
+        # The pending wake-up at the step's deadline, cancelled when the step leaves the
+        # I/O thread: a queue's timeout (minutes for SyncReplicasOptimizer's token) would
+        # otherwise keep every step, and all it holds, alive that long.
+        self.timer = None
+
+    def resume(self):
+        self.loop.call_soon(self.advance)
+
+    def advance(self):
+        if self.phase != "inline":
+            return
+        step, run, worker = self.step, self.run, self.worker
+        t0 = time.perf_counter()
+        try:
+            if run is None:
+                values = step.plan.run(step.ctx, step.feed_values)
+            elif run.advance(on_ready=self.resume):
+                values = run.outputs()
+            else:
+                worker._judge_inline(step, time.perf_counter() - t0)
+                self._stop_timer()
+                if run.needs_thread:
+                    self.phase = "thread"
+                    self.loop.run_on_pool(lambda: _finish_blocking(run), self.finish)
+                elif run.wake_at is not None:
+                    self.timer = self.loop.call_later(max(0.0, run.wake_at - time.monotonic()),
+                                                      self.advance)
+                return
+        except Exception as e:  # noqa: BLE001 - the reply carries it
+            self.finish(e)
+            return
+        worker._judge_inline(step, time.perf_counter() - t0)
+        self.finish(values)
+
+    def finish(self, result):
+        if self.phase == "ended":
+            return
+        self.phase = "ended"
+        self._stop_timer()
+        step, worker = self.step, self.worker
+        if isinstance(result, errors.OpError):
+            worker._step_failed(step, result)
+        worker._partition_done(step.step_id, step.parts)
+        self.respond(result if isinstance(result, BaseException) else worker._graph_reply(step, result))
+
+    def _stop_timer(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
 def _finish_blocking(run):
     """The rest of a step moved to a handler thread: it may block there."""
     run.advance()
@@ -120,57 +190,7 @@ class Worker:
         step = self._graph_step(msg, only_inline=True)
         if step is None:
             return False
-        plan = step.plan
-        run = plan.start(step.ctx, step.feed_values) if plan.dataflow is not None else None
-        # "inline" while the I/O thread drives it; "thread" once handed to a handler
-        # thread; "ended" once answered. Late wake-ups (several waits may each wake a
-        # parked step) find it no longer inline. "timer": the pending wake-up at the
-        # step's deadline, cancelled when the step leaves the I/O thread: a queue's
-        # timeout (minutes for SyncReplicasOptimizer's token) would otherwise keep every
-        # step, and all it holds, alive that long.
-        state = {"phase": "inline", "timer": None}
-
-        def stop_timer():
-            if state["timer"] is not None:
-                state["timer"].cancel()
-                state["timer"] = None
-
-        def finish(result):
-            if state["phase"] == "ended":
-                return
-            state["phase"] = "ended"
-            stop_timer()
-            if isinstance(result, errors.OpError):
-                self._step_failed(step, result)
-            self._partition_done(step.step_id, step.parts)
-            respond(result if isinstance(result, BaseException) else self._graph_reply(step, result))
-
-        def advance():
-            if state["phase"] != "inline":
-                return
-            t0 = time.perf_counter()
-            try:
-                if run is None:
-                    values = plan.run(step.ctx, step.feed_values)
-                elif run.advance(on_ready=lambda: loop.call_soon(advance)):
-                    values = run.outputs()
-                else:
-                    self._judge_inline(step, time.perf_counter() - t0)
-                    stop_timer()
-                    if run.needs_thread:
-                        state["phase"] = "thread"
-                        loop.run_on_pool(lambda: _finish_blocking(run), finish)
-                    elif run.wake_at is not None:
-                        state["timer"] = loop.call_later(max(0.0, run.wake_at - time.monotonic()),
-                                                         advance)
-                    return
-            except Exception as e:  # noqa: BLE001 - the reply carries it
-                finish(e)
-                return
-            self._judge_inline(step, time.perf_counter() - t0)
-            finish(values)
-
-        advance()
+        _InlineRun(self, step, respond, loop).advance()
         return True
 
     def _graph_step(self, msg, only_inline=False) -> "_GraphStep | None":

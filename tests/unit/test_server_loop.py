@@ -2,6 +2,7 @@
 and timers let go of what they hold once cancelled (a parked step's deadline)."""
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import weakref
@@ -122,18 +123,23 @@ def _queue_worker():
     return worker, message
 
 
-def test_a_parked_step_that_ends_cancels_its_deadline_timer():
+def test_a_parked_step_that_ends_cancels_its_deadline_timer_and_is_freed_at_once():
     worker, message = _queue_worker()
     worker.run_graph(message("enq"))
     worker.run_graph(message("deq"))  # compiles the plan and finds it quick: it may run inline
     loop = _idle_loop()
+    gc.disable()  # what the step held must go by reference counting alone
     try:
         replies = []
-        assert worker.start_graph(message("deq"), replies.append, loop)
+        msg = message("deq")
+        assert worker.start_graph(msg, replies.append, loop)
         assert replies == [] and len(_live_timers(loop)) == 1  # parked until its timeout
+        step_rendezvous = weakref.ref(worker.rendezvous._steps[msg["step_id"]])
         worker.run_graph(message("enq"))
         loop._run_soon()  # the queue woke the parked step
         assert len(replies) == 1 and replies[0]["outputs"]
         assert _live_timers(loop) == []
+        assert step_rendezvous() is None, "the ended step is kept alive by a reference cycle"
     finally:
+        gc.enable()
         loop.stop()

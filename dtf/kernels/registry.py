@@ -31,18 +31,30 @@ class WouldBlock(Exception):
 
 
 class ParkedWake:
-    """What a parked kernel registers with the resource it waits on: calling it records
-    that the resource changed and resumes the step."""
+    """What a parked kernel registers with the resource it waits on (``resource.waiters``,
+    guarded by ``resource.cond``): calling it records that the resource changed and
+    resumes the step; ``cancel()`` takes it back when the step stops waiting otherwise."""
 
-    __slots__ = ("resume", "fired")
+    __slots__ = ("resume", "resource", "fired")
 
-    def __init__(self, resume):
+    def __init__(self, resume, resource):
         self.resume = resume
+        self.resource = resource
         self.fired = False
 
     def __call__(self):
         self.fired = True
         self.resume()
+
+    def cancel(self):
+        """Unregisters it (a step that timed out, failed or moved to a thread): a resource
+        nobody notifies again would otherwise keep every such step's callback."""
+        if not self.fired:
+            with self.resource.cond:
+                try:
+                    self.resource.waiters.remove(self)
+                except ValueError:  # notified meanwhile
+                    pass
 
 
 @dataclass(frozen=True)

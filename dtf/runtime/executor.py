@@ -204,6 +204,9 @@ class _DataflowRun:
         try:
             with np.errstate(all="ignore"):
                 return self._advance(on_ready)
+        except BaseException:
+            self._cancel_wakes(self.blocked)
+            raise
         finally:
             self.ctx.may_park = None
 
@@ -277,6 +280,7 @@ class _DataflowRun:
         each blocked kernel each time cost the ps most of its CPU in failed attempts (each
         of which also registered its wake-up again)."""
         if everything or self.ctx.aborted() is not None:
+            self._cancel_wakes(self.blocked)
             self.ready.extend(i for i, _ in self.blocked)
             self.blocked = []
             return
@@ -285,12 +289,19 @@ class _DataflowRun:
         for i, wb in self.blocked:
             if (wb.wake is None or wb.wake.fired
                     or (wb.deadline is not None and now >= wb.deadline)):
+                self._cancel_wakes(((i, wb),))
                 self.ready.append(i)
             else:
                 still.append((i, wb))
                 if wb.deadline is not None:
                     self._wake_by(wb.deadline)
         self.blocked = still
+
+    @staticmethod
+    def _cancel_wakes(blocked):
+        for _, wb in blocked:
+            if wb.wake is not None:
+                wb.wake.cancel()
 
     def _would_block(self, i, wb):
         self.blocked.append((i, wb))

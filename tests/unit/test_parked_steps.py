@@ -147,3 +147,31 @@ def test_an_aborted_step_retries_its_blocked_kernels_and_fails():
     run.ctx.rendezvous.abort(errors.CancelledError(None, None, "another partition failed"))
     with pytest.raises(errors.CancelledError, match="another partition failed"):
         run.advance(on_ready=lambda: None)
+
+
+def test_a_parked_kernel_that_times_out_takes_back_its_wake_up():
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="q")
+        deq = q.dequeue(timeout_ms=20)
+    h = Harness(g)
+    for _ in range(3):  # a client polling an empty queue
+        run = h.start([deq])
+        assert run.advance(on_ready=lambda: None) is False
+        time.sleep(0.03)
+        with pytest.raises(errors.DeadlineExceededError):
+            run.advance(on_ready=lambda: None)
+    assert h.state.resources.lookup("", "q").waiters == []
+
+
+def test_a_failed_step_takes_back_the_wake_ups_of_its_parked_kernels():
+    g, ops = queue_graph()
+    h = Harness(g)
+    run = h.start([ops["deq"]])
+    assert run.advance(on_ready=lambda: None) is False
+    queue = h.state.resources.lookup("", "q")
+    assert len(queue.waiters) == 1
+    run.ctx.rendezvous.abort(errors.CancelledError(None, None, "another partition failed"))
+    with pytest.raises(errors.CancelledError):
+        run.advance(on_ready=lambda: None)
+    assert queue.waiters == []

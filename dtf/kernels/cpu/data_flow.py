@@ -45,7 +45,7 @@ def _wait(res, ready, ctx, timeout_ms, describe):
             raise err
         if deadline is not None and time.monotonic() >= deadline:
             raise errors.DeadlineExceededError(None, None, f"Timed out {describe()}")
-        wake = ParkedWake(ctx.may_park)
+        wake = ParkedWake(ctx.may_park, res)
         res.waiters.append(wake)
         raise WouldBlock(subscribed=True, deadline=deadline, wake=wake)
     ctx.flush_sends()  # what this partition already sent may be what unblocks us

@@ -1,12 +1,13 @@
 """Soak: many steps against real task processes, watching memory and file descriptors.
 
-    python -m bench.soak                       # 100,000 runs + 20,000 training steps
-    python -m bench.soak --runs 5000 --steps 1000 --every 1000
+    python -m bench.soak                       # 100,000 runs + 20,000 training steps, each mode
+    python -m bench.soak --runs 5000 --steps 1000 --sync-steps 1000 --every 1000
 
 Part 1 runs a cross-task graph (two worker task processes; this process is the client):
 every ``sess.run`` feeds a value, computes on task 0, sends the result to task 1 and
 fetches from there. Part 2 trains a small MLP between-graph style (one ps task holding the
-variables, one worker task computing, this process the client). For every process it
+variables, one worker task computing, this process the client); part 3 trains it
+synchronously (SyncReplicasOptimizer under MonitoredTrainingSession). For every process it
 records RSS (VmRSS) and the number of open descriptors (/proc/PID/fd) at start, every
 ``--every`` steps and at the end, and prints the growth after warm-up.
 """
@@ -147,6 +148,53 @@ def soak_training(tf, steps: int, every: int) -> dict:
         cluster.stop()
 
 
+def soak_sync_training(tf, steps: int, every: int) -> dict:
+    """Part 3: the same model under SyncReplicasOptimizer and MonitoredTrainingSession (this
+    process is the chief, with its queue runner): the ps parks the replica's step on the
+    token queue and the chief's on the gradient accumulators, every step."""
+    cluster = Cluster("dtf", {"ps": 1, "worker": 1})
+    try:
+        cluster.start_jobs("ps", "worker")
+        spec = tf.train.ClusterSpec(cluster.jobs)
+        graph = tf.Graph()
+        rng = np.random.RandomState(0)
+        xs = rng.rand(32, 16).astype(np.float32)
+        ys = np.eye(4, dtype=np.float32)[rng.randint(0, 4, 32)]
+        with graph.as_default():
+            with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                          cluster=spec)):
+                x = tf.placeholder(tf.float32, [None, 16])
+                y = tf.placeholder(tf.float32, [None, 4])
+                h = tf.nn.relu(_dense(tf, x, 16, 32, "hidden"))
+                logits = _dense(tf, h, 32, 4, "logits")
+                loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
+                gs = tf.train.get_or_create_global_step()
+                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                                     replicas_to_aggregate=1, total_num_replicas=1)
+                train_op = opt.minimize(loss, global_step=gs)
+            hooks = [opt.make_session_run_hook(True), tf.train.StopAtStepHook(last_step=steps)]
+            pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
+            with tf.train.MonitoredTrainingSession(
+                    master=cluster.target("worker", 0), is_chief=True, hooks=hooks,
+                    save_checkpoint_secs=None, save_summaries_steps=None,
+                    save_summaries_secs=None, log_step_count_steps=0) as sess:
+                probe = Probe(pids)
+                done = [0]
+
+                def step():
+                    if not sess.should_stop():
+                        sess.run(train_op, {x: xs, y: ys})
+                        done[0] += 1
+
+                wall = _loop(probe, steps, every, step)
+        if done[0] < steps - 1:
+            raise AssertionError(f"sync training stopped after {done[0]} of {steps} steps")
+        return {"steps": done[0], "wall_s": round(wall, 1), "steps_per_s": round(done[0] / wall, 1),
+                "growth": probe.growth()}
+    finally:
+        cluster.stop()
+
+
 def _print_growth(title, result):
     print(f"\n{title}: {json.dumps({k: v for k, v in result.items() if k != 'growth'})}")
     for name, g in result["growth"].items():
@@ -160,6 +208,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=100_000, help="cross-task sess.run calls (0: skip)")
     p.add_argument("--steps", type=int, default=20_000, help="training steps (0: skip)")
+    p.add_argument("--sync-steps", type=int, default=20_000,
+                   help="synchronous training steps (0: skip)")
     p.add_argument("--every", type=int, default=10_000, help="sample every N steps")
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args(argv)
@@ -174,6 +224,11 @@ def main(argv=None):
         print(f"\ntraining (1 ps + 1 worker, MLP 16-32-4): {args.steps} steps", flush=True)
         results["training"] = soak_training(tf, args.steps, max(1, args.every // 5))
         _print_growth("training", results["training"])
+    if args.sync_steps:
+        print(f"\nsync training (SyncReplicasOptimizer, 1 ps + 1 worker): {args.sync_steps} steps",
+              flush=True)
+        results["sync_training"] = soak_sync_training(tf, args.sync_steps, max(1, args.every // 5))
+        _print_growth("sync training", results["sync_training"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -113,33 +113,44 @@ def _dense(tf, inputs, n_in, n_out, name):
     return tf.matmul(inputs, w) + b
 
 
+class _SoakModel:
+    """The MLP 16-32-4 both training parts run, variables on the ps (replica_device_setter),
+    and its fixed batch. ``wrap(optimizer)`` may wrap the GradientDescent optimizer."""
+
+    def __init__(self, tf, spec, wrap=lambda opt: opt):
+        rng = np.random.RandomState(0)
+        xs = rng.rand(32, 16).astype(np.float32)
+        ys = np.eye(4, dtype=np.float32)[rng.randint(0, 4, 32)]
+        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                      cluster=spec)):
+            self.x = tf.placeholder(tf.float32, [None, 16])
+            self.y = tf.placeholder(tf.float32, [None, 4])
+            h = tf.nn.relu(_dense(tf, self.x, 16, 32, "hidden"))
+            logits = _dense(tf, h, 32, 4, "logits")
+            self.loss = tf.reduce_mean(
+                tf.nn.softmax_cross_entropy_with_logits_v2(labels=self.y, logits=logits))
+            self.global_step = tf.train.get_or_create_global_step()
+            self.optimizer = wrap(tf.train.GradientDescentOptimizer(0.1))
+            self.train_op = self.optimizer.minimize(self.loss, global_step=self.global_step)
+        self.feed = {self.x: xs, self.y: ys}
+
+
 def soak_training(tf, steps: int, every: int) -> dict:
     cluster = Cluster("dtf", {"ps": 1, "worker": 1})
     try:
         cluster.start_jobs("ps", "worker")
         spec = tf.train.ClusterSpec(cluster.jobs)
         graph = tf.Graph()
-        rng = np.random.RandomState(0)
-        xs = rng.rand(32, 16).astype(np.float32)
-        ys = np.eye(4, dtype=np.float32)[rng.randint(0, 4, 32)]
         with graph.as_default():
-            with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
-                                                          cluster=spec)):
-                x = tf.placeholder(tf.float32, [None, 16])
-                y = tf.placeholder(tf.float32, [None, 4])
-                h = tf.nn.relu(_dense(tf, x, 16, 32, "hidden"))
-                logits = _dense(tf, h, 32, 4, "logits")
-                loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
-                gs = tf.train.get_or_create_global_step()
-                train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
-                init = tf.global_variables_initializer()
+            m = _SoakModel(tf, spec)
+            init = tf.global_variables_initializer()
         pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
         with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
             sess.run(init)
-            first_loss = sess.run(loss, {x: xs, y: ys})
+            first_loss = sess.run(m.loss, m.feed)
             probe = Probe(pids)
-            wall = _loop(probe, steps, every, lambda: sess.run(train_op, {x: xs, y: ys}))
-            last_loss, last_step = sess.run([loss, gs], {x: xs, y: ys})
+            wall = _loop(probe, steps, every, lambda: sess.run(m.train_op, m.feed))
+            last_loss, last_step = sess.run([m.loss, m.global_step], m.feed)
         if int(last_step) != steps:
             raise AssertionError(f"global step {last_step} after {steps} steps")
         return {"steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(steps / wall, 1),
@@ -157,22 +168,11 @@ def soak_sync_training(tf, steps: int, every: int) -> dict:
         cluster.start_jobs("ps", "worker")
         spec = tf.train.ClusterSpec(cluster.jobs)
         graph = tf.Graph()
-        rng = np.random.RandomState(0)
-        xs = rng.rand(32, 16).astype(np.float32)
-        ys = np.eye(4, dtype=np.float32)[rng.randint(0, 4, 32)]
         with graph.as_default():
-            with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
-                                                          cluster=spec)):
-                x = tf.placeholder(tf.float32, [None, 16])
-                y = tf.placeholder(tf.float32, [None, 4])
-                h = tf.nn.relu(_dense(tf, x, 16, 32, "hidden"))
-                logits = _dense(tf, h, 32, 4, "logits")
-                loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
-                gs = tf.train.get_or_create_global_step()
-                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
-                                                     replicas_to_aggregate=1, total_num_replicas=1)
-                train_op = opt.minimize(loss, global_step=gs)
-            hooks = [opt.make_session_run_hook(True), tf.train.StopAtStepHook(last_step=steps)]
+            m = _SoakModel(tf, spec, lambda opt: tf.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=1, total_num_replicas=1))
+            hooks = [m.optimizer.make_session_run_hook(True),
+                     tf.train.StopAtStepHook(last_step=steps)]
             pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
             with tf.train.MonitoredTrainingSession(
                     master=cluster.target("worker", 0), is_chief=True, hooks=hooks,
@@ -183,7 +183,7 @@ def soak_sync_training(tf, steps: int, every: int) -> dict:
 
                 def step():
                     if not sess.should_stop():
-                        sess.run(train_op, {x: xs, y: ys})
+                        sess.run(m.train_op, m.feed)
                         done[0] += 1
 
                 wall = _loop(probe, steps, every, step)

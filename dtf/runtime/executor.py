@@ -276,9 +276,8 @@ class _DataflowRun:
 
     def _retry_blocked(self, everything):
         """Makes ready the blocked kernels worth retrying. A synchronous-training step
-        resumes for every tensor it receives and every accumulator that changes: retrying
-        each blocked kernel each time cost the ps most of its CPU in failed attempts (each
-        of which also registered its wake-up again)."""
+        resumes for every tensor it receives and every accumulator that changes; a kernel
+        whose own resource has not changed would only fail again (and register anew)."""
         if everything or self.ctx.aborted() is not None:
             self._cancel_wakes(self.blocked)
             self.ready.extend(i for i, _ in self.blocked)

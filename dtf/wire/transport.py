@@ -330,7 +330,7 @@ class ServerLoop:
     def call_soon(self, fn):
         """Runs ``fn()`` on the I/O thread, after the message being handled (from any thread)."""
         self._soon.append(fn)
-        if threading.get_ident() != self._io_ident:
+        if threading.get_ident() != self._io_ident and not self._stopping:
             self._reply_socket().send(b"")  # wakes the I/O thread
 
     def call_later(self, delay_s, fn) -> "TimerHandle":
@@ -565,6 +565,10 @@ class ServerLoop:
         the I/O thread sends at once, others through the inproc reply socket."""
 
         def respond(reply):
+            if self._stopping and threading.get_ident() != self._io_ident:
+                # The loop no longer forwards replies: a send into its closed inproc socket
+                # would block this handler thread for good.
+                return
             if isinstance(reply, BaseException):
                 if not isinstance(reply, errors.OpError):
                     log.error("%s: handler for %s failed", self._task, msg.get("type"),

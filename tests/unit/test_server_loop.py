@@ -143,3 +143,34 @@ def test_a_parked_step_that_ends_cancels_its_deadline_timer_and_is_freed_at_once
     finally:
         gc.enable()
         loop.stop()
+
+
+def test_a_handler_that_ends_after_stop_does_not_block_its_thread():
+    started, release = threading.Event(), threading.Event()
+
+    def slow(msg):
+        if msg.get("wait"):
+            started.set()
+            release.wait(10)
+        return {"done": True}
+
+    address = f"127.0.0.1:{free_port()}"
+    loop = transport.ServerLoop(address, {"Slow": slow}, {}, "/job:t/task:0")
+    loop.start()
+    client = transport.Client(None)  # plain, as the loop
+    try:
+        # A first reply connects the handler thread's reply socket while the loop is up.
+        rid = client.send(address, {"type": "Slow"})
+        assert client.receive(address, rid, 10)["done"]
+        client.send(address, {"type": "Slow", "wait": True})
+        assert started.wait(10)
+        loop.stop()
+        time.sleep(0.2)  # ZeroMQ drops the closed reply socket's pipe asynchronously
+        release.set()
+        for thread in loop._pool._threads:
+            thread.join(5)
+        assert not any(t.is_alive() for t in loop._pool._threads), \
+            "a handler thread is stuck replying to a stopped loop"
+    finally:
+        release.set()
+        client.close()

@@ -127,7 +127,10 @@ def test_curve_keys_are_created_once_owner_only(tmp_path, monkeypatch):
     from dtf.cli import keys
     from dtf.wire.security import ClusterKeys
 
-    monkeypatch.delenv(config.ENV_KEYS, raising=False)
+    # Set, then removed: prepare_launch exports the variable, and monkeypatch only puts
+    # back what it recorded (a later test's client would otherwise use these keys).
+    monkeypatch.setenv(config.ENV_KEYS, "")
+    monkeypatch.delenv(config.ENV_KEYS)
     cfg = config.load(write(tmp_path, '[jobs]\nworker = ["127.0.0.1:2222"]\n'))
     assert keys.prepare_client(cfg) is None  # nothing created by a command that only asks
     path = keys.prepare_launch(cfg)

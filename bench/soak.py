@@ -14,6 +14,7 @@ records RSS (VmRSS) and the number of open descriptors (/proc/PID/fd) at start, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -135,16 +136,24 @@ class _SoakModel:
         self.feed = {self.x: xs, self.y: ys}
 
 
-def soak_training(tf, steps: int, every: int) -> dict:
+@contextlib.contextmanager
+def _ps_and_worker(tf):
+    """(cluster, its ClusterSpec, pids of this process and both tasks), stopped after."""
     cluster = Cluster("dtf", {"ps": 1, "worker": 1})
     try:
         cluster.start_jobs("ps", "worker")
-        spec = tf.train.ClusterSpec(cluster.jobs)
+        pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
+        yield cluster, tf.train.ClusterSpec(cluster.jobs), pids
+    finally:
+        cluster.stop()
+
+
+def soak_training(tf, steps: int, every: int) -> dict:
+    with _ps_and_worker(tf) as (cluster, spec, pids):
         graph = tf.Graph()
         with graph.as_default():
             m = _SoakModel(tf, spec)
             init = tf.global_variables_initializer()
-        pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
         with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
             sess.run(init)
             first_loss = sess.run(m.loss, m.feed)
@@ -155,25 +164,19 @@ def soak_training(tf, steps: int, every: int) -> dict:
             raise AssertionError(f"global step {last_step} after {steps} steps")
         return {"steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(steps / wall, 1),
                 "loss_first": float(first_loss), "loss_last": float(last_loss), "growth": probe.growth()}
-    finally:
-        cluster.stop()
 
 
 def soak_sync_training(tf, steps: int, every: int) -> dict:
     """Part 3: the same model under SyncReplicasOptimizer and MonitoredTrainingSession (this
     process is the chief, with its queue runner): the ps parks the replica's step on the
     token queue and the chief's on the gradient accumulators, every step."""
-    cluster = Cluster("dtf", {"ps": 1, "worker": 1})
-    try:
-        cluster.start_jobs("ps", "worker")
-        spec = tf.train.ClusterSpec(cluster.jobs)
+    with _ps_and_worker(tf) as (cluster, spec, pids):
         graph = tf.Graph()
         with graph.as_default():
             m = _SoakModel(tf, spec, lambda opt: tf.train.SyncReplicasOptimizer(
                 opt, replicas_to_aggregate=1, total_num_replicas=1))
             hooks = [m.optimizer.make_session_run_hook(True),
                      tf.train.StopAtStepHook(last_step=steps)]
-            pids = {"client": os.getpid(), "ps": cluster.procs[0].pid, "worker": cluster.procs[1].pid}
             with tf.train.MonitoredTrainingSession(
                     master=cluster.target("worker", 0), is_chief=True, hooks=hooks,
                     save_checkpoint_secs=None, save_summaries_steps=None,
@@ -191,8 +194,6 @@ def soak_sync_training(tf, steps: int, every: int) -> dict:
             raise AssertionError(f"sync training stopped after {done[0]} of {steps} steps")
         return {"steps": done[0], "wall_s": round(wall, 1), "steps_per_s": round(done[0] / wall, 1),
                 "growth": probe.growth()}
-    finally:
-        cluster.stop()
 
 
 def _print_growth(title, result):

@@ -205,7 +205,7 @@ class _DataflowRun:
             with np.errstate(all="ignore"):
                 return self._advance(on_ready)
         except BaseException:
-            self._cancel_wakes(self.blocked)
+            self._cancel_wakes(wb for _, wb in self.blocked)
             raise
         finally:
             self.ctx.may_park = None
@@ -279,7 +279,7 @@ class _DataflowRun:
         resumes for every tensor it receives and every accumulator that changes; a kernel
         whose own resource has not changed would only fail again (and register anew)."""
         if everything or self.ctx.aborted() is not None:
-            self._cancel_wakes(self.blocked)
+            self._cancel_wakes(wb for _, wb in self.blocked)
             self.ready.extend(i for i, _ in self.blocked)
             self.blocked = []
             return
@@ -288,7 +288,7 @@ class _DataflowRun:
         for i, wb in self.blocked:
             if (wb.wake is None or wb.wake.fired
                     or (wb.deadline is not None and now >= wb.deadline)):
-                self._cancel_wakes(((i, wb),))
+                self._cancel_wakes((wb,))
                 self.ready.append(i)
             else:
                 still.append((i, wb))
@@ -297,8 +297,8 @@ class _DataflowRun:
         self.blocked = still
 
     @staticmethod
-    def _cancel_wakes(blocked):
-        for _, wb in blocked:
+    def _cancel_wakes(would_blocks):
+        for wb in would_blocks:
             if wb.wake is not None:
                 wb.wake.cancel()
 

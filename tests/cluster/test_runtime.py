@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -27,8 +28,18 @@ def test_create_local_server_hello():
         server.stop()
 
 
-def test_238_over_two_task_processes(make_cluster):
+def _unix_names():
+    with open("/proc/net/unix") as f:
+        return {line.split()[-1] for line in f.readlines()[1:]}
+
+
+@pytest.mark.parametrize("ipc", ["1", "0"])
+def test_238_over_two_task_processes(make_cluster, monkeypatch, ipc):
+    monkeypatch.setenv("DTF_IPC", ipc)  # task processes inherit it; "0": TCP as between hosts
     cl = make_cluster(local=2).start_all()
+    if sys.platform.startswith("linux"):
+        names = _unix_names()
+        assert all((f"@dtf-tcp-{a}" in names) == (ipc == "1") for a in cl.jobs["local"])
     x = tf.constant(2)
     with tf.device("/job:local/task:1"):
         y2 = x - 66
@@ -216,9 +227,10 @@ def test_port_in_use_is_a_clear_error():
         server.stop()
 
 
-@pytest.mark.parametrize("shared_memory", ["1", "0"])
-def test_large_tensors_cross_tasks_and_reach_the_client(make_cluster, monkeypatch, shared_memory):
+@pytest.mark.parametrize("shared_memory,ipc", [("1", "1"), ("0", "1"), ("0", "0")])
+def test_large_tensors_cross_tasks_and_reach_the_client(make_cluster, monkeypatch, shared_memory, ipc):
     monkeypatch.setenv("DTF_SHM", shared_memory)  # task processes inherit it
+    monkeypatch.setenv("DTF_IPC", ipc)
     cl = make_cluster(local=2).start_all()
     data = np.arange(3 << 20, dtype=np.float32)  # 12 MiB: several 4 MiB frames or one shm file
     with tf.device("/job:local/task:1"):

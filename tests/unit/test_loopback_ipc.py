@@ -1,0 +1,104 @@
+"""Tasks on the loopback interface are also reached through an abstract Unix socket
+(transport.connect_endpoint / bind_endpoints); DTF_IPC=0 keeps them on TCP."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import zmq
+
+from dtf.framework import errors
+from dtf.train.server import free_port
+from dtf.wire import codec, transport
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="abstract Unix sockets are Linux's")
+
+
+def _unix_names():
+    """Abstract Unix socket names listening in this network namespace."""
+    with open("/proc/net/unix") as f:
+        return {line.split()[-1] for line in f.readlines()[1:] if line.split()[-1].startswith("@")}
+
+
+@linux_only
+def test_loopback_addresses_connect_through_the_unix_socket(monkeypatch):
+    monkeypatch.delenv("DTF_IPC", raising=False)
+    for address in ("127.0.0.1:5000", "localhost:5000", ":5000"):
+        assert transport.connect_endpoint(address) == "ipc://@dtf-tcp-127.0.0.1:5000"
+    assert transport.connect_endpoint("10.1.2.3:5000") == "tcp://10.1.2.3:5000"
+    assert transport.connect_endpoint("example.org:5000") == "tcp://example.org:5000"
+
+
+@linux_only
+def test_a_task_on_loopback_or_every_interface_also_listens_on_the_unix_socket(monkeypatch):
+    monkeypatch.delenv("DTF_IPC", raising=False)
+    assert transport.bind_endpoints("127.0.0.1:5000") == [
+        "tcp://127.0.0.1:5000", "ipc://@dtf-tcp-127.0.0.1:5000"]
+    assert transport.bind_endpoints("0.0.0.0:5000") == [
+        "tcp://0.0.0.0:5000", "ipc://@dtf-tcp-127.0.0.1:5000"]
+    assert transport.bind_endpoints("10.1.2.3:5000") == ["tcp://10.1.2.3:5000"]
+
+
+def test_dtf_ipc_0_keeps_every_task_on_tcp(monkeypatch):
+    monkeypatch.setenv("DTF_IPC", "0")
+    assert transport.connect_endpoint("127.0.0.1:5000") == "tcp://127.0.0.1:5000"
+    assert transport.bind_endpoints("127.0.0.1:5000") == ["tcp://127.0.0.1:5000"]
+
+
+def _ping_through(endpoint):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.connect(endpoint)
+        transport.send_frames(sock, codec.encode({"type": "Ping", "id": 7}))
+        assert transport.readable(sock, 5000), f"no answer through {endpoint}"
+        return codec.decode(transport.recv_frames(sock))
+    finally:
+        sock.close(0)
+
+
+@linux_only
+def test_a_server_answers_through_both_sockets_and_frees_the_name_when_stopped(monkeypatch):
+    monkeypatch.delenv("DTF_IPC", raising=False)
+    port = free_port()
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    loop.start()
+    try:
+        assert f"@dtf-tcp-127.0.0.1:{port}" in _unix_names()
+        for endpoint in (f"ipc://@dtf-tcp-127.0.0.1:{port}", f"tcp://127.0.0.1:{port}"):
+            reply = _ping_through(endpoint)
+            assert reply["id"] == 7 and "error" not in reply
+    finally:
+        loop.stop()
+    assert f"@dtf-tcp-127.0.0.1:{port}" not in _unix_names()
+
+
+@linux_only
+def test_without_ipc_a_server_listens_on_tcp_alone(monkeypatch):
+    monkeypatch.setenv("DTF_IPC", "0")
+    port = free_port()
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    loop.start()
+    try:
+        assert f"@dtf-tcp-127.0.0.1:{port}" not in _unix_names()
+        assert _ping_through(f"tcp://127.0.0.1:{port}")["id"] == 7
+    finally:
+        loop.stop()
+
+
+@linux_only
+def test_a_unix_name_in_use_is_the_same_clear_error_as_a_port_in_use(monkeypatch):
+    monkeypatch.delenv("DTF_IPC", raising=False)
+    port = free_port()
+    squatter = zmq.Context.instance().socket(zmq.ROUTER)
+    squatter.setsockopt(zmq.LINGER, 0)
+    squatter.bind(f"ipc://@dtf-tcp-127.0.0.1:{port}")
+    try:
+        with pytest.raises(errors.OpError, match=rf"127\.0\.0\.1:{port}.*already in use"):
+            transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    finally:
+        squatter.close(0)
+    # The failed server let go of its TCP port too: the address serves once free.
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    loop.stop()

@@ -73,6 +73,7 @@ METRICS = [
 
 RAW = [
     Metric("zmq_round_trip_us", "raw", "ZeroMQ empty round trip", "us"),
+    Metric("zmq_ipc_round_trip_us", "raw", "ZeroMQ Unix-socket round trip", "us"),
     Metric("zmq_tcp_64mib_gbs", "raw", "ZeroMQ TCP 64 MiB", "GB/s", True),
     Metric("memcpy_gbs", "raw", "memcpy 256 MiB", "GB/s", True),
 ]

@@ -1,8 +1,9 @@
-"""The machine's raw limits, measured in the same run: ZeroMQ empty round trip and 64 MiB
-TCP transfer between two processes (default socket settings), and memcpy bandwidth.
+"""The machine's raw limits, measured in the same run: ZeroMQ empty round trip (over TCP
+on loopback, and over a Unix socket as dtf's tasks on one host use) and 64 MiB TCP
+transfer between two processes (default socket settings), and memcpy bandwidth.
 
-``python -m bench.raw --echo ENDPOINT`` is the peer process: a ROUTER that answers every
-message with an empty frame.
+``python -m bench.raw --echo ENDPOINT [--echo ENDPOINT]`` is the peer process: a ROUTER
+that answers every message with an empty frame.
 """
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from bench.cluster import REPO, free_port, quiet_env, stop_process
 MiB = 1 << 20
 
 
-def echo(endpoint: str):
+def echo(endpoints: list):
     import zmq
 
     sock = zmq.Context.instance().socket(zmq.ROUTER)
-    sock.bind(endpoint)
-    print("listening on", endpoint, flush=True)
+    for endpoint in endpoints:
+        sock.bind(endpoint)
+    print("listening on", *endpoints, flush=True)
     while True:
         ident, *_ = sock.recv_multipart(copy=False)
         sock.send_multipart([ident, b""])
@@ -49,31 +51,37 @@ def _times(fn, n):
 def zmq_limits(quick=False) -> dict:
     import zmq
 
-    endpoint = f"tcp://127.0.0.1:{free_port()}"
-    peer = subprocess.Popen([sys.executable, "-m", "bench.raw", "--echo", endpoint],
+    port = free_port()
+    tcp, ipc = f"tcp://127.0.0.1:{port}", f"ipc://@dtf-bench-raw-{port}"
+    unix = sys.platform.startswith("linux")  # abstract socket names are Linux's
+    peer = subprocess.Popen([sys.executable, "-m", "bench.raw", "--echo", tcp]
+                            + (["--echo", ipc] if unix else []),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
                             env=quiet_env(), text=True)
+    out = {}
     try:
         peer.stdout.readline()
-        sock = zmq.Context.instance().socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(endpoint)
+        for name, endpoint in [("zmq_round_trip_us", tcp)] + ([("zmq_ipc_round_trip_us", ipc)] if unix else []):
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(endpoint)
 
-        def round_trip(payload=b""):
-            sock.send(payload, copy=False)
-            sock.recv()
+            def round_trip(payload=b""):
+                sock.send(payload, copy=False)
+                sock.recv()
 
-        for _ in range(200):
-            round_trip()
-        rtt = _times(round_trip, 1000 if quick else 3000)
-        big = np.ones(64 * MiB, dtype=np.uint8)
-        round_trip(big)
-        transfer = _times(lambda: round_trip(big), 5 if quick else 10)
-        sock.close(0)
+            for _ in range(200):
+                round_trip()
+            out[name] = statistics.median(_times(round_trip, 1000 if quick else 3000)) * 1e6
+            if endpoint == tcp:
+                big = np.ones(64 * MiB, dtype=np.uint8)
+                round_trip(big)
+                transfer = _times(lambda: round_trip(big), 5 if quick else 10)
+                out["zmq_tcp_64mib_gbs"] = 64 * MiB / 1e9 / statistics.median(transfer)
+            sock.close(0)
     finally:
         stop_process(peer)
-    return {"zmq_round_trip_us": statistics.median(rtt) * 1e6,
-            "zmq_tcp_64mib_gbs": 64 * MiB / 1e9 / statistics.median(transfer)}
+    return {k: out[k] for k in ("zmq_round_trip_us", "zmq_ipc_round_trip_us", "zmq_tcp_64mib_gbs") if k in out}
 
 
 def measure(quick=False) -> dict:
@@ -84,5 +92,5 @@ def measure(quick=False) -> dict:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--echo", required=True)
+    p.add_argument("--echo", action="append", required=True)
     echo(p.parse_args().echo)

@@ -36,10 +36,10 @@ class Env:
         return self._cluster
 
     def tcp_cluster(self) -> Cluster:
-        """Two tasks that send every tensor through their sockets (no shared memory), as
-        tasks on different hosts do. TensorFlow's tasks always do."""
+        """Two tasks that send every tensor through TCP (no shared memory, no Unix socket),
+        as tasks on different hosts do. TensorFlow's tasks always do."""
         if self._tcp_cluster is None:
-            self._tcp_cluster = Cluster(self.impl, {"local": 2}, env={"DTF_SHM": "0"}).start_jobs("local")
+            self._tcp_cluster = Cluster(self.impl, {"local": 2}, env={"DTF_SHM": "0", "DTF_IPC": "0"}).start_jobs("local")
         return self._tcp_cluster
 
     def session(self, graph, target=""):

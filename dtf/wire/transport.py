@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import queue
+import socket
 import sys
 import threading
 import time
@@ -76,30 +77,48 @@ def tcp_endpoint(address: str) -> str:
 # exits. DTF_IPC=0 turns this off (then every task is reached over TCP, as between hosts).
 _LOOPBACK_HOSTS = frozenset(("127.0.0.1", "localhost", ""))
 _ALL_INTERFACES = frozenset(("0.0.0.0", "*"))
+_IPC_PREFIX = "dtf-tcp-127.0.0.1:"
 
 
 def ipc_enabled() -> bool:
     return sys.platform.startswith("linux") and os.environ.get("DTF_IPC", "1") != "0"
 
 
-def _loopback_ipc(address: str, hosts) -> str | None:
+def _loopback_port(address: str, hosts) -> int | None:
     host, _, port = address.rpartition(":")
     if host in hosts and port.isdigit() and int(port) > 0 and ipc_enabled():
-        return f"ipc://@dtf-tcp-127.0.0.1:{int(port)}"
+        return int(port)
     return None
 
 
+def _unix_socket_listens(name: str) -> bool:
+    # A connection closed at once (~10 us): ZeroMQ's listener drops it before any greeting.
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect("\0" + name)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
 def connect_endpoint(address: str) -> str:
-    """Where a client reaches ``address``: the task's Unix socket when the address is on
-    this host's loopback, else TCP."""
-    return _loopback_ipc(address, _LOOPBACK_HOSTS) or tcp_endpoint(address)
+    """Where a new client socket reaches ``address``: the task's Unix socket when the
+    address is on this host's loopback and a task listens there now, else TCP. Asking
+    first keeps a client working with a task started with DTF_IPC=0 (or one that does not
+    listen there); a socket made before its task started stays on TCP."""
+    port = _loopback_port(address, _LOOPBACK_HOSTS)
+    if port is not None and _unix_socket_listens(_IPC_PREFIX + str(port)):
+        return f"ipc://@{_IPC_PREFIX}{port}"
+    return tcp_endpoint(address)
 
 
 def bind_endpoints(address: str) -> list:
     """Where a task serving ``address`` listens: TCP, plus the Unix socket that clients of
     its loopback address connect to (also when it listens on every interface)."""
-    twin = _loopback_ipc(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
-    return [tcp_endpoint(address)] + ([twin] if twin else [])
+    port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
+    return [tcp_endpoint(address)] + ([f"ipc://@{_IPC_PREFIX}{port}"] if port is not None else [])
 
 
 def max_frame_bytes(max_message_bytes: int) -> int:

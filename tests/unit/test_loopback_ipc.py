@@ -21,13 +21,30 @@ def _unix_names():
         return {line.split()[-1] for line in f.readlines()[1:] if line.split()[-1].startswith("@")}
 
 
+def _listener(port):
+    """A ROUTER on the Unix socket a task at 127.0.0.1:port would serve."""
+    sock = zmq.Context.instance().socket(zmq.ROUTER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.bind(f"ipc://@dtf-tcp-127.0.0.1:{port}")
+    return sock
+
+
 @linux_only
-def test_loopback_addresses_connect_through_the_unix_socket(monkeypatch):
+def test_loopback_addresses_connect_through_the_unix_socket_when_a_task_listens_there(monkeypatch):
     monkeypatch.delenv("DTF_IPC", raising=False)
-    for address in ("127.0.0.1:5000", "localhost:5000", ":5000"):
-        assert transport.connect_endpoint(address) == "ipc://@dtf-tcp-127.0.0.1:5000"
-    assert transport.connect_endpoint("10.1.2.3:5000") == "tcp://10.1.2.3:5000"
-    assert transport.connect_endpoint("example.org:5000") == "tcp://example.org:5000"
+    port = free_port()
+    for address in (f"127.0.0.1:{port}", f"localhost:{port}"):
+        assert transport.connect_endpoint(address) == f"tcp://127.0.0.1:{port}"  # none listens yet
+    listener = _listener(port)
+    try:
+        for address in (f"127.0.0.1:{port}", f"localhost:{port}", f":{port}"):
+            assert transport.connect_endpoint(address) == f"ipc://@dtf-tcp-127.0.0.1:{port}"
+        assert transport.connect_endpoint(f"10.1.2.3:{port}") == f"tcp://10.1.2.3:{port}"
+        assert transport.connect_endpoint(f"example.org:{port}") == f"tcp://example.org:{port}"
+        monkeypatch.setenv("DTF_IPC", "0")
+        assert transport.connect_endpoint(f"127.0.0.1:{port}") == f"tcp://127.0.0.1:{port}"
+    finally:
+        listener.close(0)
 
 
 @linux_only
@@ -40,9 +57,8 @@ def test_a_task_on_loopback_or_every_interface_also_listens_on_the_unix_socket(m
     assert transport.bind_endpoints("10.1.2.3:5000") == ["tcp://10.1.2.3:5000"]
 
 
-def test_dtf_ipc_0_keeps_every_task_on_tcp(monkeypatch):
+def test_dtf_ipc_0_keeps_a_task_on_tcp(monkeypatch):
     monkeypatch.setenv("DTF_IPC", "0")
-    assert transport.connect_endpoint("127.0.0.1:5000") == "tcp://127.0.0.1:5000"
     assert transport.bind_endpoints("127.0.0.1:5000") == ["tcp://127.0.0.1:5000"]
 
 
@@ -88,12 +104,26 @@ def test_without_ipc_a_server_listens_on_tcp_alone(monkeypatch):
 
 
 @linux_only
+def test_a_client_reaches_a_task_started_without_ipc(monkeypatch):
+    """Processes of one cluster may disagree on DTF_IPC (or run a dtf that predates it):
+    a client asks before it uses the Unix socket."""
+    port = free_port()
+    monkeypatch.setenv("DTF_IPC", "0")
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    loop.start()
+    try:
+        monkeypatch.delenv("DTF_IPC")
+        reply = transport.Client(security=None).ping(f"127.0.0.1:{port}", 5.0)
+        assert "error" not in reply
+    finally:
+        loop.stop()
+
+
+@linux_only
 def test_a_unix_name_in_use_is_the_same_clear_error_as_a_port_in_use(monkeypatch):
     monkeypatch.delenv("DTF_IPC", raising=False)
     port = free_port()
-    squatter = zmq.Context.instance().socket(zmq.ROUTER)
-    squatter.setsockopt(zmq.LINGER, 0)
-    squatter.bind(f"ipc://@dtf-tcp-127.0.0.1:{port}")
+    squatter = _listener(port)
     try:
         with pytest.raises(errors.OpError, match=rf"127\.0\.0\.1:{port}.*already in use"):
             transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")

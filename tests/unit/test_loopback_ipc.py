@@ -2,7 +2,9 @@
 (transport.connect_endpoint / bind_endpoints); DTF_IPC=0 keeps them on TCP."""
 from __future__ import annotations
 
+import socket
 import sys
+import time
 
 import pytest
 import zmq
@@ -87,6 +89,9 @@ def test_a_server_answers_through_both_sockets_and_frees_the_name_when_stopped(m
             assert reply["id"] == 7 and "error" not in reply
     finally:
         loop.stop()
+    deadline = time.monotonic() + 5.0  # ZeroMQ closes a listener on its own I/O thread
+    while f"@dtf-tcp-127.0.0.1:{port}" in _unix_names() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert f"@dtf-tcp-127.0.0.1:{port}" not in _unix_names()
 
 
@@ -129,6 +134,20 @@ def test_a_unix_name_in_use_is_the_same_clear_error_as_a_port_in_use(monkeypatch
             transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
     finally:
         squatter.close(0)
-    # The failed server let go of its TCP port too: the address serves once free.
-    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
-    loop.stop()
+    assert _port_freed(port), "the server that failed to start kept its TCP port"
+
+
+def _port_freed(port, within_s=5.0):
+    # ZeroMQ closes a listener on its own I/O thread, shortly after close() returns.
+    deadline = time.monotonic() + within_s
+    while True:
+        probe = socket.socket()
+        try:
+            probe.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        finally:
+            probe.close()

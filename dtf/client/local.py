@@ -13,7 +13,6 @@ import time
 
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
-from dtf.kernels.cpu import jit_loading
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.runtime.graph_walk import needed_nodes
 from .config import DeviceStepStats, NodeExecStats, RunOptions
@@ -32,7 +31,6 @@ class LocalBackend:
         self._logged = set()
         self._uses_gpu: dict = {}
         self._gpu_backend = None
-        self._ops_seen = 0
 
     def _lookup(self, name):
         try:
@@ -55,9 +53,6 @@ class LocalBackend:
             if self._gpu_backend is None:
                 self._gpu_backend = _InProcessTaskBackend(self._graph, self._config, self._state)
             return self._gpu_backend.run(fetches, feeds, targets, feed_values, options, run_metadata)
-        if len(self._graph._nodes_in_order) > self._ops_seen:  # ops added since the last run
-            jit_loading.prepare_for({op.type for op in self._graph._nodes_in_order[self._ops_seen:]})
-            self._ops_seen = len(self._graph._nodes_in_order)
         plan = self._executor.plan(fetches, feeds, targets, self._lookup)
         if self._config.log_device_placement and plan not in self._logged:
             self._logged.add(plan)

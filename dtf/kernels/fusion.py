@@ -18,9 +18,10 @@ statically: when every input has the group's dtype and either the output's shape
 dimensions at all (scalars) or the output's trailing dimensions (a row, as a bias; no
 other broadcasting), and the output has at least ``MIN_ELEMENTS`` elements
 (``TAIL_MIN_ELEMENTS`` for a tail), the generated kernel runs (one pass over memory, all
-cores; one core for a tail). Otherwise, and while Numba is still loading in the background
-(see dtf.kernels.cpu.jit_loading), the group's original kernels run one after another, as
-unfused, for a call overhead of about a microsecond.
+cores; one core for a tail). Otherwise, and until Numba's loops have loaded (see
+dtf.kernels.cpu.jit_loading, which counts the time of these stand-ins towards loading them),
+the group's original kernels run one after another, as unfused, for a call overhead of
+about a microsecond.
 
 The code generation only ever sees op types that are keys of the template table and
 integer indices: see dtf.kernels.cpu.fused for why and how.
@@ -76,8 +77,10 @@ class FusedStep:
 
     def __call__(self, ctx, *xs):
         shape, kinds = _layout(xs, self.dtype)
-        if shape is None or math.prod(shape) < MIN_ELEMENTS or not jit_loading.loaded():
+        if shape is None or math.prod(shape) < MIN_ELEMENTS:
             return _run_members(ctx, list(xs), self.members)
+        if not jit_loading.loaded():
+            return jit_loading.run_stand_in(_run_members, ctx, list(xs), self.members)
         out = self._output(shape)
         self._kernel(kinds, True)(out.reshape(-1), *[x.reshape(-1) for x in xs])
         self._spare = out
@@ -136,8 +139,10 @@ class TailStep(FusedStep):
         ins = [xs[j] for j in self.tail_inputs]
         ins.append(y)
         shape, kinds = _layout(ins, self.dtype)
-        if shape is None or math.prod(shape) < TAIL_MIN_ELEMENTS or not jit_loading.loaded():
+        if shape is None or math.prod(shape) < TAIL_MIN_ELEMENTS:
             return _run_members(ctx, list(xs) + [y], self.members[1:])
+        if not jit_loading.loaded():
+            return jit_loading.run_stand_in(_run_members, ctx, list(xs) + [y], self.members[1:])
         if owned and shape == y.shape:
             out, kinds = y, kinds[:-1] + "o"  # in place: the kernel reads ``out`` itself
             del ins[-1]

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from dtf.framework import errors
 from dtf.framework.graph_def import NodeDef
-from dtf.kernels.cpu import jit_loading
 from dtf.partition import partition
 from dtf.placement import ClusterView, place, task_of
 from dtf.runtime.async_step import AsyncStep
@@ -62,7 +61,6 @@ class MasterSession:
         added = [n if isinstance(n, NodeDef) else NodeDef.from_dict(n) for n in nodes]
         for nd in added:
             self.nodes[nd.name] = nd
-        jit_loading.prepare_for({nd.op for nd in added})
 
     def _lookup(self, name):
         return self.nodes[name]

@@ -1,7 +1,8 @@
-"""Numba loops load in the background while numpy stands in (dtf.kernels.cpu.jit_loading):
-a training step gives the same values before and after the loops take over, a session
-whose graph needs them starts the loading, and a process that exits while they are still
-loading exits cleanly. Each case runs in a fresh interpreter, where nothing is loaded yet."""
+"""Numba loops load in the background once numpy's stand-ins have cost enough
+(dtf.kernels.cpu.jit_loading): a training step gives the same values before and after the
+loops take over, a small model's steps never load them, stand-ins start the loading once
+they reach the budget or when one call is slow, and a process that exits while they are
+still loading exits cleanly. Each case runs in a fresh interpreter, where nothing is loaded yet."""
 import os
 import subprocess
 import sys
@@ -40,8 +41,8 @@ real_load = jit_loading._load
 jit_loading._load = lambda: (gate.wait(), real_load())  # hold the loading back
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
-    assert jit_loading._loader is not None, "the session did not start the loading"
     before = [sess.run([loss, train])[0] for _ in range(3)]
+    assert jit_loading._loader is not None, "three steps' stand-ins did not start the loading"
     assert not jit_loading.loaded(), "loaded while held back"
     gate.set()
     assert jit_loading.wait(60)
@@ -50,8 +51,50 @@ with tf.Session() as sess:
 from dtf.kernels.cpu import dense_jit, nn_jit  # loaded by now
 print(repr(before), repr(after))
 np.testing.assert_allclose(before, after, rtol=1e-6)
-""")
+""", DTF_JIT_AFTER_S="0")
     assert out.strip()
+
+
+def test_a_small_model_trains_without_loading_the_loops():
+    """Its stand-ins cost less per step than the loops would ever pay back in a short run."""
+    out = run(TRAIN_STEP + """
+import sys
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    losses = [sess.run([loss, train])[0] for _ in range(50)]
+print(jit_loading.state(), "numba" in sys.modules, losses[-1] < losses[0])
+""")
+    assert out.split() == ["idle", "False", "True"]
+
+
+def test_the_stand_ins_start_the_loading_once_they_reach_the_budget():
+    out = run(TRAIN_STEP + """
+import time
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+    first = jit_loading.state()
+    steps, deadline = 1, time.monotonic() + 60
+    while jit_loading.state() == "idle" and time.monotonic() < deadline:
+        sess.run(train)
+        steps += 1
+    print(first, steps > 1, jit_loading.wait(60))
+""", DTF_JIT_AFTER_S="0.02")
+    assert out.split() == ["idle", "True", "True"]
+
+
+def test_one_slow_stand_in_call_starts_the_loading_at_once():
+    out = run("""
+import numpy as np
+from dtf.kernels.cpu import jit_loading
+from dtf.kernels.reference import REFERENCE
+
+jit_loading.SLOW_CALL_S = 0.0  # any call is slow: the rule, not this machine's speed
+g = np.ones((4, 3), np.float32)
+jit_loading.run_stand_in(REFERENCE["ReluGrad"], {}, g, g)
+print(jit_loading.state() != "idle", jit_loading.wait(60))
+""")
+    assert out.split() == ["True", "True"]
 
 
 def test_graphs_without_loops_load_nothing():
@@ -72,7 +115,7 @@ with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     sess.run(train)
 print("done", jit_loading._loader is not None)
-""")
+""", DTF_JIT_AFTER_S="0")
     assert out.split() == ["done", "True"]
 
 
@@ -82,6 +125,7 @@ import os, threading
 gate = threading.Event()
 real_load = jit_loading._load
 jit_loading._load = lambda: (gate.wait(), real_load())  # the parent's loading never ends
+jit_loading.start()
 assert not jit_loading.loaded()
 pid = os.fork()
 if pid == 0:
@@ -94,7 +138,7 @@ print(os.waitstatus_to_exitcode(status))
     assert out.split() == ["0"]
 
 
-def test_a_server_process_preloads_unless_told_not_to():
+def test_a_server_process_preloads_only_when_told_to():
     code = """
 import sys
 from dtf.kernels.cpu import jit_loading
@@ -103,17 +147,17 @@ jit_loading.preload_for_server()
 print(jit_loading.state() in ("loading", "loaded"), "numba" in sys.modules or jit_loading._loader is not None)
 print(jit_loading.wait(60), jit_loading.state())
 """
-    assert run(code).split() == ["idle", "True", "True", "True", "loaded"]
-    off = run("""
+    assert run(code, DTF_PRELOAD_KERNELS="1").split() == ["idle", "True", "True", "True", "loaded"]
+    default = run("""
 import sys
 from dtf.kernels.cpu import jit_loading
 jit_loading.preload_for_server()
 print(jit_loading.state(), "numba" in sys.modules)
-""", DTF_PRELOAD_KERNELS="0")
-    assert off.split() == ["idle", "False"]
+""")
+    assert default.split() == ["idle", "False"]
 
 
-def test_a_script_blocked_in_server_join_preloads():
+def test_a_script_blocked_in_server_join_preloads_when_told_to():
     out = run("""
 import threading
 import dtf as tf
@@ -130,7 +174,7 @@ print(jit_loading.state() != "idle" and jit_loading.wait(60))
 server.stop()
 joined.join(10)
 print(joined.is_alive())
-""")
+""", DTF_PRELOAD_KERNELS="1")
     assert out.split() == ["idle", "True", "False"]
 
 

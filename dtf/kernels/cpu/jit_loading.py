@@ -1,19 +1,30 @@
-"""dtf's Numba loops, loaded on a background thread while numpy stands in for them.
+"""dtf's Numba loops, loaded on a background thread once they are worth it; numpy stands
+in for them until then.
 
-A process's first step that needs a Numba loop used to pay for Numba itself: importing it
-(about 0.25 s here) and initialising its CPU target on the first cached kernel (about
-0.3 s more), 0.57 s of the first training step of an MLP on a worker, and as much again on
-its ps. Every loop behind a CPU kernel only speeds up what numpy computes (the reference,
-or the unfused kernels of a fused group), so there is no need to wait: the first kernel
-that wants one starts the loading here, and until it is done the numpy path runs. Steps go
-on meanwhile, sharing the interpreter with the loader for about half a second.
+Loading costs a process about half a second of interpreter time: importing Numba (about
+0.25 s here) and initialising its CPU target on the first cached kernel (about 0.3 s
+more). Every loop behind a CPU kernel only speeds up what numpy computes (the reference,
+or the unfused kernels of a fused group), so nothing waits for it: numpy serves while the
+loops load, and the loading shares the interpreter with the steps meanwhile.
 
-``loaded()`` is the switch kernels read on every call (one attribute read once loaded).
-``when_loaded(make_fast, slow)`` and ``tiered_kernel(factory)`` wrap the two usual shapes.
-If the loading fails, numpy keeps serving and the failure is logged once.
+When to load is a rent-or-buy choice. The stand-ins' cost is measured as they run: the
+loading starts once they have taken ``STANDIN_BUDGET_S`` in all (about what the loading
+itself costs, so a process never loses more than about twice what the best choice made in
+hindsight would), or at once when one stand-in call takes ``SLOW_CALL_S`` (large tensors,
+where the loops pay for themselves within a few hundred calls). A small model's steps
+reach it late or never: the first 100 steps of the W5 MLP took 400-430 ms against ~110 ms
+for the next hundreds while its worker loaded the loops, which then save ~60 us per step
+(~5,000 steps to pay back; its stand-ins take ~80 us per step, so they load after ~6,000).
+``DTF_PRELOAD_KERNELS=1`` makes a serving process load them up front instead.
 
-``DTF_JIT_BACKGROUND=0`` loads on the calling thread instead (the first step waits, as
-before); the unit tests do so, so that they exercise the loops, not the stand-ins.
+``loaded()`` is the switch kernels read on every call (one attribute read once loaded);
+``run_stand_in`` runs and charges the numpy path. ``when_loaded(make_fast, slow)`` and
+``tiered_kernel(factory)`` wrap the two usual shapes. If the loading fails, numpy keeps
+serving and the failure is logged once.
+
+``DTF_JIT_AFTER_S`` sets the budget (0: load at the first stand-in call).
+``DTF_JIT_BACKGROUND=0`` loads on the calling thread the first time a kernel asks instead;
+the unit tests do so, so that they exercise the loops, not the stand-ins.
 """
 from __future__ import annotations
 
@@ -22,6 +33,7 @@ import logging
 import os
 import sys
 import threading
+import time
 
 log = logging.getLogger("dtf")
 
@@ -32,6 +44,12 @@ EXIT_WAIT_S = 30.0
 
 _MODULES = ("dtf.kernels.cpu.dense_jit", "dtf.kernels.cpu.nn_jit")
 
+# Seconds of stand-in time after which the loops load: about the loading's own cost.
+STANDIN_BUDGET_S = float(os.environ.get("DTF_JIT_AFTER_S", "0.5"))
+# One stand-in call this slow starts the loading at once (on 10M float32 elements,
+# relu(a*b+c)*0.5 takes 26 ms in numpy and 4 ms as one loop).
+SLOW_CALL_S = 0.002
+
 _done = threading.Event()
 _lock = threading.Lock()
 _loader: threading.Thread | None = None
@@ -39,42 +57,41 @@ _failed = False
 
 
 def loaded() -> bool:
-    """True once the loops can run; the first call starts loading them."""
+    """True once the loops can run. Starts nothing, except when loading on the calling
+    thread (``DTF_JIT_BACKGROUND=0``), where the first kernel to ask loads them."""
     if _done.is_set():
         return True
-    if _loader is None and not _failed:
+    if not BACKGROUND and _loader is None and not _failed:
         _start()
     return _done.is_set()
 
 
-def uses_loops(factory):
-    """Marks a CPU kernel factory whose kernels switch to these loops once loaded."""
-    factory.uses_loops = True
-    return factory
+_standin_s = 0.0  # stand-in time so far (a lost update under a race only delays loading)
 
 
-_ops_with_loops: frozenset | None = None
+def charge(seconds: float):
+    """Counts ``seconds`` a numpy stand-in ran where a loop would have; starts the loading
+    once they add up to the budget, or when this one call alone was slow."""
+    global _standin_s
+    _standin_s += seconds
+    if (_standin_s >= STANDIN_BUDGET_S or seconds >= SLOW_CALL_S) and _loader is None \
+            and not _failed and not _done.is_set():
+        _start()
 
 
-def _ops_using_loops() -> frozenset:
-    global _ops_with_loops
-    if _ops_with_loops is None:
-        from dtf.kernels import registry
-
-        _ops_with_loops = frozenset(
-            op for (op, device), defs in registry.registered_kernels().items()
-            if device == "CPU" and any(getattr(d.factory, "uses_loops", False) for d in defs))
-    return _ops_with_loops
+def run_stand_in(fn, *args):
+    """``fn(*args)``, the numpy path of a kernel whose loops have not loaded, charged."""
+    t0 = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        charge(time.perf_counter() - t0)
 
 
-def prepare_for(op_types):
-    """Starts the loading when any of ``op_types`` has a CPU kernel marked ``uses_loops``:
-    a session calls it when its graph is made or extended, so that the loading overlaps
-    with what comes before the training loop (initialising, waiting for the chief). Sum,
-    whose row sums also use a loop, is not marked: a graph that only reduces is not worth a
-    background compiler."""
-    if not _done.is_set() and _loader is None and not _ops_using_loops().isdisjoint(op_types):
-        loaded()
+def start():
+    """Starts loading now (in the background unless ``DTF_JIT_BACKGROUND=0``)."""
+    if not _done.is_set() and _loader is None and not _failed:
+        _start()
 
 
 PRELOAD_ENV = "DTF_PRELOAD_KERNELS"
@@ -82,12 +99,14 @@ PRELOAD_ENV = "DTF_PRELOAD_KERNELS"
 
 def preload_for_server():
     """Starts the loading in a process that exists to serve (a standalone task, or a script
-    blocked in ``Server.join()``, as a classic ps is): it has nothing else to do before the
-    first step arrives, and a loading that starts with the first training step shares the
-    interpreter with that step's messages (the first 100 steps of an MLP took 2-3x longer).
-    ``DTF_PRELOAD_KERNELS=0`` leaves it to the first kernel that needs a loop."""
-    if os.environ.get(PRELOAD_ENV, "1") != "0":
-        loaded()
+    blocked in ``Server.join()``) when ``DTF_PRELOAD_KERNELS=1``: for tasks that will run
+    large kernels and sit idle first. Not by default: tasks are often started just before
+    their clients, and a loading still under way when training starts shares the task's
+    interpreter with every step (W5's first 100 steps took 200 ms instead of 120 while its
+    ps finished loading; W5 async, 1 ps + 1 worker, 807/826 steps/s with against 850/845
+    without). The budget above loads the loops of a task whose kernels need them."""
+    if os.environ.get(PRELOAD_ENV, "0") == "1":
+        start()
 
 
 def state() -> str:
@@ -159,14 +178,15 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def wait(timeout_s: float | None = None) -> bool:
     """Loads now if nothing has started it and waits until done; True when loaded."""
-    loaded()
+    start()
     _done.wait(timeout_s)
     return _done.is_set()
 
 
 def when_loaded(make_fast, slow):
     """A callable that runs ``slow`` until the loops have loaded, then ``make_fast()``'s
-    result (made once). Plans built after the loading get the fast one directly."""
+    result (made once). ``slow`` charges its own calls (``run_stand_in``) where a loop
+    would have run. Plans built after the loading get the fast one directly."""
     if loaded():
         return make_fast()
     fast = None
@@ -174,7 +194,7 @@ def when_loaded(make_fast, slow):
     def call(*args):
         nonlocal fast
         if fast is None:
-            if not _done.is_set():
+            if not loaded():
                 return slow(*args)
             fast = make_fast()
         return fast(*args)
@@ -190,8 +210,8 @@ def tiered_kernel(factory):
         from dtf.kernels.reference import REFERENCE
 
         ref, attrs = REFERENCE[node.op], node.attrs
-        return when_loaded(lambda: factory(node), lambda ctx, *xs: ref(attrs, *xs))
+        return when_loaded(lambda: factory(node), lambda ctx, *xs: run_stand_in(ref, attrs, *xs))
 
     tiered_factory.__name__ = getattr(factory, "__name__", "tiered")
     tiered_factory.__doc__ = factory.__doc__
-    return uses_loops(tiered_factory)
+    return tiered_factory

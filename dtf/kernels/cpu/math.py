@@ -17,7 +17,7 @@ from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.math import _axes
 from dtf.kernels.registry import register_kernel
 from .blas import matmul
-from .jit_loading import when_loaded
+from .jit_loading import run_stand_in, when_loaded
 
 
 @register_kernel("MatMul", "CPU", dtypes=dtypes.NUMERIC, label="BLAS, threads sized to the product")
@@ -95,18 +95,25 @@ def reduce_sum(node):
     dtype, keep = np.dtype(t.as_numpy_dtype), node.attrs.get("keep_dims", False)
     axes_of = _axes_cache()
 
+    def rows_of(x, axes):
+        """Whether the loop applies: a C-ordered matrix of the kernel's dtype summed over rows."""
+        return x.ndim == 2 and x.dtype == dtype and x.flags.c_contiguous and axes_of(x, axes) == (0,)
+
     def with_numba():
         from .dense_jit import _sum_rows
 
         def compute(ctx, x, axes):
-            if x.ndim == 2 and x.dtype == dtype and x.flags.c_contiguous and axes_of(x, axes) == (0,):
+            if rows_of(x, axes):
                 out = _sum_rows(x)
                 return out.reshape(1, -1) if keep else out
             return numpy_sum(ctx, x, axes)
 
         return compute
 
-    return when_loaded(with_numba, numpy_sum)
+    def until_loaded(ctx, x, axes):
+        return run_stand_in(numpy_sum, ctx, x, axes) if rows_of(x, axes) else numpy_sum(ctx, x, axes)
+
+    return when_loaded(with_numba, until_loaded)
 
 
 @register_kernel("Mean", "CPU", dtypes=(dtypes.float32, dtypes.float64), label="numpy")

@@ -14,7 +14,7 @@ from dtf.kernels.registry import register_kernel
 from dtf.runtime import checkpoint_io
 from dtf.runtime.resources import as_array
 
-from .jit_loading import uses_loops, when_loaded
+from .jit_loading import run_stand_in, when_loaded
 
 
 def _fmt(shape):
@@ -229,11 +229,10 @@ def _numba_gradient_descent(node):
 
         return update
 
-    return when_loaded(with_numba, with_numpy)
+    return when_loaded(with_numba, lambda *args: run_stand_in(with_numpy, *args))
 
 
 @register_kernel("ApplyGradientDescent", "CPU")
-@uses_loops
 def apply_gradient_descent(node):
     """The most common update, without the generic path's per-call lists and lock set
     (~10 us down to ~4 us on a 64x128 float32 variable). alpha and delta have var's dtype."""

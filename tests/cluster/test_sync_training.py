@@ -117,3 +117,51 @@ def test_a_killed_worker_never_leaves_the_other_hanging(cluster, victim):
         assert _global_step(ps) == last_step
     else:
         assert "DeadlineExceededError" in out and "sync_token_q" in out, out
+
+
+def test_a_replica_step_sends_the_ps_one_message_of_tensors(make_cluster):
+    """Per global step with one replica the ps gets the replica's RunGraph, the chief's
+    aggregation RunGraph and one message of tensors: the replica's local step rides with
+    its gradients instead of travelling alone ahead of them."""
+    import numpy as np
+
+    from dtf.wire import transport
+
+    cl = make_cluster(ps=1, worker=1)
+    cl.start("ps", 0)  # the worker's server runs here, beside its training loop
+    ps = cl.jobs["ps"][0]
+    cluster = tf.train.ClusterSpec(cl.jobs)
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    client = transport.Client(None)
+    try:
+        with tf.Graph().as_default():
+            with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                          cluster=cluster)):
+                x = tf.constant(np.ones((4, 3), np.float32))
+                w = tf.Variable(np.zeros((3, 2), np.float32))
+                loss = tf.reduce_sum(tf.square(tf.matmul(x, w)))  # its gradient needs w
+                gs = tf.train.get_or_create_global_step()
+                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                                     replicas_to_aggregate=1, total_num_replicas=1)
+                train = opt.minimize(loss, global_step=gs)
+            hooks = [opt.make_session_run_hook(True), tf.train.StopAtStepHook(last_step=1000)]
+            config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])
+            with tf.train.MonitoredTrainingSession(
+                    master=server.target, is_chief=True, hooks=hooks, config=config,
+                    save_checkpoint_secs=None, save_summaries_steps=None,
+                    save_summaries_secs=None, log_step_count_steps=0) as sess:
+                for _ in range(5):
+                    sess.run(train)
+                before = client.call(ps, {"type": "Status"}, 10)["messages"]
+                steps = 30
+                first = sess.run(gs)
+                for _ in range(steps):
+                    sess.run(train)
+                last = sess.run(gs)
+                after = client.call(ps, {"type": "Status"}, 10)["messages"]
+        assert last - first == steps
+        # Two RunGraph, one tensor message; the Status and global-step fetches add a few.
+        assert after - before <= 3 * steps + 4, (before, after)
+    finally:
+        client.close()
+        server.stop()

@@ -35,7 +35,8 @@ _tensor_ref = st.fixed_dictionaries(
     {"@t": st.one_of(st.integers(-2, 6), _scalar),
      "dtype": st.one_of(st.sampled_from(_DTYPE_NAMES), _scalar, st.lists(st.integers(), max_size=2)),
      "shape": st.one_of(st.lists(_dim, max_size=40), _scalar)},
-    optional={"lens": st.one_of(st.lists(st.one_of(st.integers(-2, 300), _scalar), max_size=6), _scalar)})
+    optional={"lens": st.one_of(st.lists(st.one_of(st.integers(-2, 300), _scalar), max_size=6), _scalar),
+              "at": st.one_of(st.integers(-20, 300), st.sampled_from([2**31, 2**63, 10**30]), _scalar)})
 _streamed_ref = st.fixed_dictionaries(
     {"@r": st.one_of(st.integers(-2, 6), _scalar),
      "dtype": st.one_of(st.sampled_from(_DTYPE_NAMES), _scalar), "shape": st.one_of(st.lists(_dim, max_size=4), _scalar)})
@@ -98,7 +99,7 @@ def check_mutated(seed: int, data):
     else:
         header = json.loads(frames[0])
         name = data.draw(st.sampled_from(sorted(header["feeds"])))
-        key = data.draw(st.sampled_from(["@t", "dtype", "shape", "lens"]))
+        key = data.draw(st.sampled_from(["@t", "dtype", "shape", "lens", "at"]))
         header["feeds"][name][key] = data.draw(json_values)
         frames[0] = _json_frame(header)
     check_decode(frames)

@@ -27,6 +27,12 @@ class StepRendezvous:
         # Called (outside the lock) every IDLE_SLICE_S while a receive waits: the master
         # uses it to notice a failed or dead peer while its own partition is blocked.
         self.on_idle = None
+        # Set by a master in this process whose partition waits here on the thread that
+        # sent the step's RunGraphs: ``pump.wait(timeout_s)`` polls that thread's sockets
+        # (tensors sent ahead of a reply reach the wait without a thread hand-off), and
+        # ``pump.wake()`` interrupts it when another thread puts a tensor here.
+        self.pump = None
+        self._pumping = False
         self._items: dict = {}
         self._cond = threading.Condition()
         self._error = None
@@ -37,6 +43,11 @@ class StepRendezvous:
         # sends to it ride in the RunGraph reply instead of a message of their own.
         self.fold_task = None
         self.folded: list = []
+        # The task whose master asked for this partition over the wire with "early": sends
+        # to it go back ahead of the RunGraph reply (``send_early(message)``), to the thread
+        # awaiting that reply, instead of to its I/O thread.
+        self.early_task = None
+        self.send_early = None
         self._waiter = None  # (parked keys, callback) of a step that returned instead of waiting
         self.created = time.monotonic()
         self.started = False  # a partition of the step has started on this task
@@ -53,8 +64,11 @@ class StepRendezvous:
             self._cond.notify_all()
             if self._waiter is not None and any(k in self._waiter[0] for k, _ in items):
                 wake, self._waiter = self._waiter[1], None
+            pumping = self._pumping
         if wake is not None:
             wake()  # outside the lock: it may resume the step on this thread
+        if pumping:
+            self.pump.wake()
 
     def send(self, key, value, dst_task):
         """Delivers ``value`` to the step's rendezvous on ``dst_task``: at once if local,
@@ -73,7 +87,11 @@ class StepRendezvous:
             if last and self.fold_task is not None:
                 self.folded.extend(outbox.pop(self.fold_task, ()))
             for task, items in outbox.items():
-                self._send_remote(task, self.step_id, items)
+                if task == self.early_task:
+                    self.send_early({"type": "Tensor", "step_id": self.step_id,
+                                     "keys": [k for k, _ in items], "tensors": [v for _, v in items]})
+                else:
+                    self._send_remote(task, self.step_id, items)
 
     def try_recv(self, key):
         with self._cond:
@@ -119,8 +137,21 @@ class StepRendezvous:
                     if left <= 0:
                         raise _deadline_error(parked)
                     timeout = min(timeout, left)
-                self._cond.wait(timeout)
-                arrived = any(k in self._items for k in parked) or self._error is not None
+                pump = self.pump
+                if pump is not None and pump.owner != threading.get_ident():
+                    pump = None  # its sockets belong to the thread that sent the step
+                if pump is None:
+                    self._cond.wait(timeout)
+                    arrived = any(k in self._items for k in parked) or self._error is not None
+                else:
+                    self._pumping = True  # from here on, a put wakes the pump
+            if pump is not None:
+                try:
+                    pump.wait(timeout)
+                finally:
+                    with self._cond:
+                        self._pumping = False
+                        arrived = any(k in self._items for k in parked) or self._error is not None
             if not arrived and self.on_idle is not None:
                 self.on_idle()
 
@@ -136,8 +167,11 @@ class StepRendezvous:
                 self._error = error
             self._cond.notify_all()
             wake, self._waiter = (self._waiter or (None, None))[1], None
+            pumping = self._pumping
         if wake is not None:
             wake()
+        if pumping:
+            self.pump.wake()
 
 
 def _deadline_error(parked):

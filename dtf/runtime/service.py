@@ -4,7 +4,10 @@ over ZeroMQ otherwise).
 """
 from __future__ import annotations
 
+import itertools
 import logging
+import math
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +54,9 @@ class Peers:
         self._client = client or transport.Client()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
         self._gpus: dict = {}
+        self._thread_state = threading.local()
+        self._pipes: list = []
+        self._pipes_lock = threading.Lock()
 
     def address(self, task):
         try:
@@ -84,7 +90,11 @@ class Peers:
         except Exception as e:  # noqa: BLE001 - zmq errors on a closed context etc.
             raise errors.UnavailableError(None, None, f"Cannot reach {task} at {address}: {e}") from None
 
-    def _receive(self, task, address, rid, timeout_s, incarnation=None):
+    def _deliver(self, message):
+        """Tensors a remote part sent this task ahead of its reply (``early``)."""
+        self._local.worker.tensor_push(message)
+
+    def _receive(self, task, address, rid, timeout_s, incarnation=None, on_interim=None):
         state = {"last_ping": 0.0, "last_log": 0.0}
 
         def on_wait(elapsed):
@@ -96,7 +106,7 @@ class Peers:
                 self._client.check_alive(address, incarnation, f"Task {task}")
 
         try:
-            reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait)
+            reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait, on_interim=on_interim)
         except transport.Unreachable:
             raise errors.DeadlineExceededError(
                 None, None, f"Timed out after {timeout_s:.1f} s waiting for {task} at {address}") from None
@@ -117,11 +127,19 @@ class Peers:
                 self._abort_step(calls, step_id, e, skip=task)
 
         replies = [None] * len(calls)
+        services = [self._service(task) for task, _ in calls]
+        remote_tasks = [task for (task, _), svc in zip(calls, services) if svc is None]
+        # Tensors for this task come back ahead of the remote parts' replies, to this
+        # thread, when this task's partition is the step's only one in this process (it is
+        # what this thread waits in) and each remote task runs one part (one reply each).
+        send_early = (remote_tasks and len(set(remote_tasks)) == len(remote_tasks)
+                      and [t for (t, _), svc in zip(calls, services) if svc is not None] == [self._local_task])
         remote, futures, inline = [], [], None
-        for i, (task, msg) in enumerate(calls):
-            svc = self._service(task)
+        for i, ((task, msg), svc) in enumerate(zip(calls, services)):
             if svc is None:
                 address = self.address(task)
+                if send_early:
+                    msg["early"] = self._local_task
                 remote.append((i, task, address, self._send(task, address, msg), msg.get("incarnation")))
             elif task == self._local_task and inline is None:
                 inline = (i, task, svc, msg)
@@ -131,7 +149,8 @@ class Peers:
         if inline is not None:
             i, task, svc, msg = inline
             if remote:
-                msg = dict(msg, _on_idle=self._watch(remote, early))
+                msg = dict(msg, _on_idle=self._watch(remote, early),
+                           _pump=_ReplyPump(self, remote, early) if send_early else None)
             try:
                 replies[i] = svc.dispatch(msg)
             except errors.OpError as e:
@@ -142,7 +161,7 @@ class Peers:
             try:
                 reply = early.get(i)
                 replies[i] = transport.raise_for_error(reply) if reply is not None else \
-                    self._receive(task, address, rid, timeout_s, incarnation)
+                    self._receive(task, address, rid, timeout_s, incarnation, self._deliver)
             except errors.OpError as e:
                 fail(task, e)
         for i, task, fut in futures:
@@ -163,7 +182,7 @@ class Peers:
             for i, task, address, rid, _ in remote:
                 if i in early:
                     continue
-                reply = self._client.try_receive(address, rid)
+                reply = self._client.try_receive(address, rid, on_interim=self._deliver)
                 if reply is not None:
                     early[i] = reply
                     transport.raise_for_error(reply)
@@ -221,9 +240,67 @@ class Peers:
     def forget_gpu_counts(self):
         self._gpus.clear()
 
+    def wake_pipe(self):
+        """This thread's pipe (read end, write end) that interrupts its _ReplyPump."""
+        pipe = getattr(self._thread_state, "wake_pipe", None)
+        if pipe is None:
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            pipe = self._thread_state.wake_pipe = (r, w)
+            with self._pipes_lock:
+                self._pipes.append(pipe)
+        return pipe
+
     def close(self):
         self._pool.shutdown(wait=False)
         self._client.close()
+        with self._pipes_lock:
+            for fd in itertools.chain.from_iterable(self._pipes):
+                os.close(fd)
+            self._pipes.clear()
+
+
+class _ReplyPump:
+    """How this task's partition waits for tensors (StepRendezvous.wait_any) on the thread
+    that sent the step's RunGraphs: it polls that thread's sockets to the remote parts, and
+    a pipe another thread writes to when it puts a tensor in the rendezvous. Remote parts
+    asked with ``early`` send this task's tensors ahead of their reply on those sockets, so
+    they reach the waiting thread without passing through the task's I/O thread (a thread
+    hand-off each way). Replies that arrive are kept for call_all; an error reply raises,
+    ending the wait as ``Peers._watch`` does."""
+
+    def __init__(self, peers, remote, early):
+        self._peers = peers
+        self._remote = remote
+        self._early = early
+        self._wake_read, self._wake_write = peers.wake_pipe()
+        self.owner = threading.get_ident()  # the sockets' thread: only it may wait here
+
+    def wait(self, timeout_s):
+        client = self._peers._client
+        waiting = [(i, address, rid) for i, _, address, rid, _ in self._remote if i not in self._early]
+        ready = transport.poll_readable([client.reply_socket(a) for _, a, _ in waiting] + [self._wake_read],
+                                        max(0, math.ceil(timeout_s * 1000)))
+        if self._wake_read in ready:
+            try:
+                while os.read(self._wake_read, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        for i, address, rid in waiting:
+            reply = client.try_receive(address, rid, on_interim=self._peers._deliver)
+            if reply is not None:
+                self._early[i] = reply
+                transport.raise_for_error(reply)
+
+    def wake(self):
+        if threading.get_ident() == self.owner:  # a tensor it delivered itself
+            return
+        try:
+            os.write(self._wake_write, b"\0")
+        except OSError:  # full (a wake is pending anyway) or closed with its Peers
+            pass
 
 
 class _GpuCounts:

@@ -190,6 +190,10 @@ class Worker:
         step = self._graph_step(msg, only_inline=True)
         if step is None:
             return False
+        early, send_early = msg.get("early"), getattr(respond, "early", None)
+        if (isinstance(early, str) and early != self.task_name and send_early is not None
+                and step.parts == 1):  # the step's one partition here: its sends all go before the reply
+            step.ctx.rendezvous.early_task, step.ctx.rendezvous.send_early = early, send_early
         _InlineRun(self, step, respond, loop).advance()
         return True
 
@@ -220,6 +224,7 @@ class Worker:
         rendezvous = self.rendezvous.step(step_id, starting=True)
         if msg.get("_on_idle") is not None:  # only set by a master in this process
             rendezvous.on_idle = msg["_on_idle"]
+            rendezvous.pump = msg.get("_pump")
         parts = int(msg.get("task_partitions") or 1)
         fold = msg.get("fold")
         if isinstance(fold, str) and fold != self.task_name and parts == 1:

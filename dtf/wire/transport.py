@@ -62,6 +62,12 @@ def readable(sock, timeout_ms=0) -> bool:
     return bool(zmq.backend.zmq_poll([(sock, _POLLIN)], timeout_ms))
 
 
+def poll_readable(items, timeout_ms) -> list:
+    """Which of ``items`` (sockets, file descriptors) are readable, waiting up to
+    ``timeout_ms``."""
+    return [obj for obj, _ in zmq.backend.zmq_poll([(obj, _POLLIN) for obj in items], timeout_ms)]
+
+
 def tcp_endpoint(address: str) -> str:
     """'host:port' -> 'tcp://host:port' (localhost resolved to 127.0.0.1)."""
     host, _, port = address.rpartition(":")
@@ -207,11 +213,12 @@ class Client:
                 None, None, f"message of {size} bytes to {address} exceeds the limit of "
                 f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})")
 
-    def receive(self, address, rid, timeout_s, kind="rpc", on_wait=None):
+    def receive(self, address, rid, timeout_s, kind="rpc", on_wait=None, on_interim=None):
         """Waits for the reply to ``rid``; raises Unreachable after ``timeout_s``.
 
         ``on_wait(elapsed_s)`` runs every poll slice while waiting (liveness checks); it
-        may raise to abandon the wait.
+        may raise to abandon the wait. ``on_interim(message)`` takes the messages the peer
+        sends ahead of the reply (``respond.early``); without it they are dropped.
         """
         s = self._socket(address, kind)
         start = time.monotonic()
@@ -221,14 +228,10 @@ class Client:
             if deadline is not None:
                 wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000)))
             if readable(s, wait_ms):
-                frames = recv_frames(s)
-                try:
-                    reply = self.decode_reply(s, frames)
-                except codec.WireError as e:
-                    reply = _unreadable_reply(frames, e, address)
-                if reply is not None and reply.get("id") == rid:
+                reply = self._read(s, address, rid, on_interim)
+                if reply is not None:
                     return reply
-                continue  # a late reply to an abandoned request
+                continue
             if deadline is not None and time.monotonic() >= deadline:
                 self._discard(address, kind)
                 raise Unreachable(address)
@@ -239,18 +242,36 @@ class Client:
                     self._discard(address, kind)
                     raise
 
-    def try_receive(self, address, rid, kind="rpc"):
+    def try_receive(self, address, rid, kind="rpc", on_interim=None):
         """The reply to ``rid`` if it has arrived, else None (never blocks)."""
         s = self._socket(address, kind)
         while readable(s):
-            frames = recv_frames(s)
-            try:
-                reply = self.decode_reply(s, frames)
-            except codec.WireError as e:
-                reply = _unreadable_reply(frames, e, address)
-            if reply is not None and reply.get("id") == rid:
+            reply = self._read(s, address, rid, on_interim)
+            if reply is not None:
                 return reply
         return None
+
+    def reply_socket(self, address, kind="rpc"):
+        """This thread's socket to ``address``, on which replies to its requests arrive (to
+        poll it beside other things; read it with ``try_receive``)."""
+        return self._socket(address, kind)
+
+    def _read(self, sock, address, rid, on_interim):
+        """One message from ``sock``: the reply to ``rid``, or None for a Part, a message
+        sent ahead of the reply (given to ``on_interim``) or a late reply to an abandoned
+        request."""
+        frames = recv_frames(sock)
+        try:
+            reply = self.decode_reply(sock, frames)
+        except codec.WireError as e:
+            reply = _unreadable_reply(frames, e, address)
+        if reply is None or reply.get("id") != rid:
+            return None
+        if reply.get("interim") is True:
+            if on_interim is not None:
+                on_interim(reply)
+            return None
+        return reply
 
     def decode_reply(self, sock, frames):
         """The reply in ``frames`` read from ``sock`` (one of this thread's sockets), or None
@@ -615,36 +636,7 @@ class ServerLoop:
         self._responder(ident, rid, msg)(reply)
 
     def _responder(self, ident, rid, msg):
-        """``respond(reply dict | None | exception)`` for one request, from any thread:
-        the I/O thread sends at once, others through the inproc reply socket."""
-
-        def respond(reply):
-            if self._stopping and threading.get_ident() != self._io_ident:
-                # The loop no longer forwards replies: a send into its closed inproc socket
-                # would block this handler thread for good.
-                return
-            if isinstance(reply, BaseException):
-                if not isinstance(reply, errors.OpError):
-                    log.error("%s: handler for %s failed", self._task, msg.get("type"),
-                              exc_info=reply)
-                reply = _error_reply(rid, reply, self._task)
-            elif reply is None:
-                reply = {"ok": True}
-            else:
-                reply.setdefault("ok", True)
-            reply["id"] = rid
-            streams: list = []
-            try:
-                frames = codec.encode(reply, same_host=msg.get("same_host") is True, streams=streams)
-            except TypeError as e:
-                streams = []
-                frames = codec.encode(_error_reply(rid, e, self._task))
-            sock = self._router if threading.get_ident() == self._io_ident else self._reply_socket()
-            for part in codec.part_messages(streams):  # large tensors stream ahead of it
-                send_frames(sock, [ident] + part)
-            send_frames(sock, [ident] + frames)
-
-        return respond
+        return _Responder(self, ident, rid, msg)
 
     def _send_now(self, ident, reply):
         send_frames(self._router, [ident] + codec.encode(reply))
@@ -674,6 +666,54 @@ class ServerLoop:
         for s in (self._router, self._replies, self._wake):
             s.close(0)
         self._io_client.close()
+
+
+class _Responder:
+    """``respond(reply dict | None | exception)`` for one request, from any thread: the I/O
+    thread sends at once, others through the inproc reply socket. ``respond.early(header)``
+    sends a message ahead of the reply (``interim``, with the request's id): the requester
+    reads it on the connection it awaits the reply on (RunGraph's tensors for the
+    requester's own task, see Client.receive's ``on_interim``)."""
+
+    __slots__ = ("_loop", "_ident", "_rid", "_msg")
+
+    def __init__(self, loop, ident, rid, msg):
+        self._loop, self._ident, self._rid, self._msg = loop, ident, rid, msg
+
+    def __call__(self, reply):
+        if isinstance(reply, BaseException):
+            if not isinstance(reply, errors.OpError):
+                log.error("%s: handler for %s failed", self._loop._task, self._msg.get("type"),
+                          exc_info=reply)
+            reply = _error_reply(self._rid, reply, self._loop._task)
+        elif reply is None:
+            reply = {"ok": True}
+        else:
+            reply.setdefault("ok", True)
+        self._send(reply)
+
+    def early(self, header):
+        header["interim"] = True
+        self._send(header)
+
+    def _send(self, reply):
+        loop = self._loop
+        on_io_thread = threading.get_ident() == loop._io_ident
+        if loop._stopping and not on_io_thread:
+            # The loop no longer forwards replies: a send into its closed inproc socket
+            # would block this handler thread for good.
+            return
+        reply["id"] = self._rid
+        streams: list = []
+        try:
+            frames = codec.encode(reply, same_host=self._msg.get("same_host") is True, streams=streams)
+        except TypeError as e:
+            streams = []
+            frames = codec.encode(_error_reply(self._rid, e, loop._task))
+        sock = loop._router if on_io_thread else loop._reply_socket()
+        for part in codec.part_messages(streams):  # large tensors stream ahead of it
+            send_frames(sock, [self._ident] + part)
+        send_frames(sock, [self._ident] + frames)
 
 
 class TimerHandle:

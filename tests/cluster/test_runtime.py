@@ -94,6 +94,70 @@ def test_a_remote_partitions_last_tensors_ride_in_its_reply(make_cluster):
     client.close()
 
 
+def _server_beside_a_task_process(cl):
+    """Task local:0 served in this process (its master runs the steps on the calling
+    thread, as in between-graph training), local:1 in a process of its own."""
+    cl.start("local", 1)
+    return tf.train.Server(cl.cluster_spec(), job_name="local", task_index=0)
+
+
+def test_tensors_for_the_masters_task_come_back_on_the_request_connection(make_cluster):
+    """A remote part's tensors for the task whose master asked for it travel back on the
+    RunGraph's own connection, ahead of its reply, to the thread that waits in the step:
+    once planned, the master's task serves no message per step. Results stay right."""
+    from dtf.wire import transport
+
+    cl = make_cluster(local=2)
+    server = _server_beside_a_task_process(cl)
+    client = transport.Client(None)
+    served = lambda: client.call(cl.jobs["local"][0], {"type": "Status"}, 10)["messages"]  # noqa: E731
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:local/task:1"):
+                v = tf.Variable(np.arange(4, dtype=np.float32))
+                a = v + 1.0
+            with tf.device("/job:local/task:0"):
+                b = a * 2.0  # waits for task 1's tensor mid-step
+            with tf.device("/job:local/task:1"):
+                d = tf.reduce_sum(b * 10.0)  # and task 1 waits for task 0's
+            with tf.Session(server.target) as sess:
+                sess.run(v.initializer)
+                for _ in range(3):  # plans the signature; task 1 then runs it on its I/O thread
+                    sess.run([b, d])
+                before = served()
+                for _ in range(10):
+                    got_b, got_d = sess.run([b, d])
+                    np.testing.assert_array_equal(got_b, [2.0, 4.0, 6.0, 8.0])
+                    assert got_d == 200.0
+                assert served() - before == 1  # the Status itself: no tensor pushes
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_a_remote_error_ends_a_step_waiting_for_that_tasks_tensors(make_cluster):
+    """The master's partition waits for a tensor task 1 never sends: task 1's error reply,
+    read by the same wait, fails the step with its class, op and task; the next one runs."""
+    cl = make_cluster(local=2)
+    server = _server_beside_a_task_process(cl)
+    try:
+        with tf.Graph().as_default():
+            idx = tf.placeholder(tf.int32, [])
+            with tf.device("/job:local/task:1"):
+                picked = tf.gather(tf.constant([1.0, 2.0, 3.0]), idx, name="pick")
+            with tf.device("/job:local/task:0"):
+                out = picked * 2.0
+            with tf.Session(server.target) as sess:
+                for _ in range(3):
+                    assert sess.run(out, {idx: 1}) == 4.0
+                with pytest.raises(errors.InvalidArgumentError) as e:
+                    sess.run(out, {idx: 7})
+                assert "pick" in str(e.value) and "/job:local/replica:0/task:1" in str(e.value)
+                assert sess.run(out, {idx: 2}) == 6.0
+    finally:
+        server.stop()
+
+
 def test_client_in_a_third_process_talks_to_remote_master(make_cluster):
     cl = make_cluster(worker=2).start_all()
     a = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))

@@ -4,12 +4,12 @@ over ZeroMQ otherwise).
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from dtf.framework import errors
@@ -55,8 +55,6 @@ class Peers:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
         self._gpus: dict = {}
         self._thread_state = threading.local()
-        self._pipes: list = []
-        self._pipes_lock = threading.Lock()
 
     def address(self, task):
         try:
@@ -240,25 +238,46 @@ class Peers:
     def forget_gpu_counts(self):
         self._gpus.clear()
 
-    def wake_pipe(self):
-        """This thread's pipe (read end, write end) that interrupts its _ReplyPump."""
+    def wake_pipe(self) -> "_WakePipe":
+        """This thread's pipe that interrupts its _ReplyPump."""
         pipe = getattr(self._thread_state, "wake_pipe", None)
         if pipe is None:
-            r, w = os.pipe()
-            os.set_blocking(r, False)
-            os.set_blocking(w, False)
-            pipe = self._thread_state.wake_pipe = (r, w)
-            with self._pipes_lock:
-                self._pipes.append(pipe)
+            pipe = self._thread_state.wake_pipe = _WakePipe()
         return pipe
 
     def close(self):
         self._pool.shutdown(wait=False)
         self._client.close()
-        with self._pipes_lock:
-            for fd in itertools.chain.from_iterable(self._pipes):
-                os.close(fd)
-            self._pipes.clear()
+
+
+class _WakePipe:
+    """A non-blocking pipe whose read end a thread polls beside its sockets. Its file
+    descriptors close when nothing refers to it any more (its thread has ended or its Peers
+    is gone, and no step's pump holds it), never while a waker might still write to them."""
+
+    def __init__(self):
+        self.read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self._write_fd, False)
+        self._closer = weakref.finalize(self, _close_fds, self.read_fd, self._write_fd)
+
+    def wake(self):
+        try:
+            os.write(self._write_fd, b"\0")
+        except BlockingIOError:  # full: a wake-up is pending anyway
+            pass
+
+    def drain(self):
+        try:
+            while os.read(self.read_fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+
+def _close_fds(*fds):
+    for fd in fds:
+        os.close(fd)
 
 
 class _ReplyPump:
@@ -274,20 +293,15 @@ class _ReplyPump:
         self._peers = peers
         self._remote = remote
         self._early = early
-        self._wake_read, self._wake_write = peers.wake_pipe()
+        self._pipe = peers.wake_pipe()
         self.owner = threading.get_ident()  # the sockets' thread: only it may wait here
 
     def wait(self, timeout_s):
         client = self._peers._client
         waiting = [(i, address, rid) for i, _, address, rid, _ in self._remote if i not in self._early]
-        ready = transport.poll_readable([client.reply_socket(a) for _, a, _ in waiting] + [self._wake_read],
-                                        max(0, math.ceil(timeout_s * 1000)))
-        if self._wake_read in ready:
-            try:
-                while os.read(self._wake_read, 4096):
-                    pass
-            except BlockingIOError:
-                pass
+        polled = [client.reply_socket(address) for _, address, _ in waiting] + [self._pipe.read_fd]
+        if self._pipe.read_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
+            self._pipe.drain()
         for i, address, rid in waiting:
             reply = client.try_receive(address, rid, on_interim=self._peers._deliver)
             if reply is not None:
@@ -295,12 +309,8 @@ class _ReplyPump:
                 transport.raise_for_error(reply)
 
     def wake(self):
-        if threading.get_ident() == self.owner:  # a tensor it delivered itself
-            return
-        try:
-            os.write(self._wake_write, b"\0")
-        except OSError:  # full (a wake is pending anyway) or closed with its Peers
-            pass
+        if threading.get_ident() != self.owner:  # not a tensor it delivered itself
+            self._pipe.wake()
 
 
 class _GpuCounts:

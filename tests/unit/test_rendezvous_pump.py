@@ -80,3 +80,22 @@ def test_a_wait_on_another_thread_uses_the_condition_not_the_pump():
     _put_soon(r, "k", 5).join()
     waiter.join(10)
     assert got == [5] and pump.waits == 0 and pump.wakes == 0
+
+
+def test_a_wake_pipe_wakes_a_poll_never_blocks_its_waker_and_drains():
+    import gc
+    import select
+
+    from dtf.runtime.service import _WakePipe
+
+    pipe = _WakePipe()
+    assert select.select([pipe.read_fd], [], [], 0)[0] == []
+    for _ in range(100_000):  # far more than a pipe holds: a full pipe is already awake
+        pipe.wake()
+    assert select.select([pipe.read_fd], [], [], 0)[0] == [pipe.read_fd]
+    pipe.drain()
+    assert select.select([pipe.read_fd], [], [], 0)[0] == []
+    closer = pipe._closer
+    del pipe
+    gc.collect()
+    assert not closer.alive  # its descriptors closed once nothing refers to it

@@ -155,6 +155,7 @@ class Peers:
                 fail(task, e)
         for i, task, address, rid, incarnation in remote:
             if failure and i not in early:
+                self._client.forget(rid)  # aborted: its reply is not read
                 continue
             try:
                 reply = early.get(i)

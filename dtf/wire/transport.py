@@ -26,6 +26,9 @@ from . import codec, security as _security, shm
 log = logging.getLogger("dtf.wire")
 
 _ids = itertools.count(1)
+# Requests a thread keeps awaiting at most (the oldest are forgotten): only requests that
+# failed before their replies were read stay long.
+MAX_AWAITED = 256
 _POLL_SLICE_MS = 500
 PING_EVERY_S = 2.0  # how often a caller waiting for a reply checks that its peer lives
 PING_TIMEOUT_S = 3.0  # a peer silent this long to a ping is taken for dead
@@ -185,12 +188,41 @@ class Client:
             getattr(self._local, "partials", {}).pop(s, None)
             s.close(0)
 
-    def send(self, address, header, kind="rpc"):
-        """Sends a request; returns its id. The reply is read with ``receive``."""
+    def send(self, address, header, kind="rpc", awaited=True):
+        """Sends a request; returns its id. The reply is read with ``receive`` (or
+        ``try_receive``) on this thread, in any order among its requests; ``forget`` the
+        id of one whose reply will not be read. ``awaited=False``: the caller reads its
+        replies itself (the server loop's own requests)."""
         rid = next(_ids)
         header["id"] = rid
         self._send_message(self._socket(address, kind), header, address)
+        if awaited:
+            pending = self._awaited()
+            pending[rid] = None
+            if len(pending) > MAX_AWAITED:
+                pending.popitem(last=False)
         return rid
+
+    def forget(self, rid):
+        """Stops waiting for ``rid``'s reply: if it still comes, it is dropped."""
+        self._awaited().pop(rid, None)
+
+    def _awaited(self) -> collections.OrderedDict:
+        """This thread's requests whose replies are still to be read: id -> the reply when
+        it was read while waiting for another one (a master's two parts on one task
+        answer in either order), else None."""
+        pending = getattr(self._local, "awaited", None)
+        if pending is None:
+            pending = self._local.awaited = collections.OrderedDict()
+        return pending
+
+    def _take(self, rid):
+        """``rid``'s reply if it was read already, and stops awaiting it once it is."""
+        pending = self._awaited()
+        reply = pending.get(rid)
+        if reply is not None:
+            del pending[rid]
+        return reply
 
     def _send_message(self, sock, header, address):
         """A peer on this host gets large tensors through shared memory, and is asked to
@@ -220,6 +252,9 @@ class Client:
         may raise to abandon the wait. ``on_interim(message)`` takes the messages the peer
         sends ahead of the reply (``respond.early``); without it they are dropped.
         """
+        kept = self._take(rid)
+        if kept is not None:
+            return kept
         s = self._socket(address, kind)
         start = time.monotonic()
         deadline = None if timeout_s is None else start + timeout_s
@@ -233,17 +268,22 @@ class Client:
                     return reply
                 continue
             if deadline is not None and time.monotonic() >= deadline:
+                self.forget(rid)
                 self._discard(address, kind)
                 raise Unreachable(address)
             if on_wait is not None:
                 try:
                     on_wait(time.monotonic() - start)
                 except BaseException:
+                    self.forget(rid)
                     self._discard(address, kind)
                     raise
 
     def try_receive(self, address, rid, kind="rpc", on_interim=None):
         """The reply to ``rid`` if it has arrived, else None (never blocks)."""
+        kept = self._take(rid)
+        if kept is not None:
+            return kept
         s = self._socket(address, kind)
         while readable(s):
             reply = self._read(s, address, rid, on_interim)
@@ -258,19 +298,28 @@ class Client:
 
     def _read(self, sock, address, rid, on_interim):
         """One message from ``sock``: the reply to ``rid``, or None for a Part, a message
-        sent ahead of the reply (given to ``on_interim``) or a late reply to an abandoned
-        request."""
+        sent ahead of the reply (given to ``on_interim``), another awaited request's reply
+        (kept for it) or a late reply to an abandoned request."""
         frames = recv_frames(sock)
         try:
             reply = self.decode_reply(sock, frames)
         except codec.WireError as e:
             reply = _unreadable_reply(frames, e, address)
-        if reply is None or reply.get("id") != rid:
+        if reply is None:
             return None
-        if reply.get("interim") is True:
+        interim = reply.get("interim") is True
+        got = reply.get("id")
+        if got != rid:
+            if not interim and type(got) is int:
+                pending = self._awaited()
+                if got in pending:
+                    pending[got] = reply
+            return None
+        if interim:
             if on_interim is not None:
                 on_interim(reply)
             return None
+        self._awaited().pop(rid, None)
         return reply
 
     def decode_reply(self, sock, frames):
@@ -427,7 +476,7 @@ class ServerLoop:
     def request(self, address, header, on_reply, kind="rpc"):
         """Sends a request from the I/O thread; ``on_reply(reply dict)`` runs on the I/O
         thread when its reply arrives. Returns the request id (see ``forget``)."""
-        rid = self._io_client.send(address, header, kind)
+        rid = self._io_client.send(address, header, kind, awaited=False)
         self._awaiting[rid] = on_reply
         return rid
 

@@ -174,3 +174,35 @@ def test_a_handler_that_ends_after_stop_does_not_block_its_thread():
     finally:
         release.set()
         client.close()
+
+
+def test_replies_that_come_out_of_order_on_one_socket_each_reach_their_request():
+    """A master's thread may send two RunGraphs to one task (its CPU and GPU parts) and
+    read the replies in its own order: a reply read while waiting for another is kept."""
+    held = []
+
+    def answer_in_reverse(msg, respond, loop):
+        if msg["n"] == 1:
+            held.append(respond)
+        else:
+            respond({"n": 2})
+            held.pop()({"n": 1})
+        return True
+
+    address = f"127.0.0.1:{free_port()}"
+    loop = transport.ServerLoop(address, {}, {}, "/job:t/task:0", deferred={"Echo": answer_in_reverse})
+    loop.start()
+    client = transport.Client(None)
+    try:
+        first = client.send(address, {"type": "Echo", "n": 1})
+        second = client.send(address, {"type": "Echo", "n": 2})
+        assert client.receive(address, first, 10)["n"] == 1  # reads the second's reply first
+        assert client.try_receive(address, second)["n"] == 2
+        third = client.send(address, {"type": "Echo", "n": 1})
+        client.forget(third)  # abandoned: its reply, when it comes, is not kept
+        fourth = client.send(address, {"type": "Echo", "n": 2})
+        assert client.receive(address, fourth, 10)["n"] == 2
+        assert not client._awaited()  # the third's late reply was dropped, nothing kept
+    finally:
+        client.close()
+        loop.stop()

@@ -21,7 +21,7 @@ import time
 import zmq
 
 from dtf.framework import errors
-from . import codec, security as _security, shm
+from . import codec, lane as _lane, security as _security, shm
 
 log = logging.getLogger("dtf.wire")
 
@@ -38,18 +38,27 @@ STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is d
 # The hot paths call pyzmq's compiled socket methods with plain-int flags: its Python layer
 # (flag enums, a Poller per Socket.poll) cost ~14 us per message sent and received here.
 _RawSocket = zmq.backend.Socket
-_SNDMORE, _POLLIN = int(zmq.SNDMORE), int(zmq.POLLIN)
+_SNDMORE, _POLLIN, _POLLOUT = int(zmq.SNDMORE), int(zmq.POLLIN), int(zmq.POLLOUT)
+_Lane = _lane.Lane
+_LANE_IDENT = _lane.IDENT_PREFIX
+
+# The functions below take a ZeroMQ socket or a same-host lane (dtf.wire.lane) alike.
 
 
 def send_frames(sock, frames):
     """A multipart message; frames under pyzmq's copy threshold are copied, larger ones
     are sent without a copy."""
+    if type(sock) is _Lane:
+        sock.send(frames)
+        return
     last = len(frames) - 1
     for i, frame in enumerate(frames):
         _RawSocket.send(sock, frame, _SNDMORE if i < last else 0, copy=False)
 
 
 def recv_frames(sock) -> list:
+    if type(sock) is _Lane:
+        return sock.take()  # after readable() said so
     # A frame says whether more follow (zmq_msg_more): half the cost of asking the socket.
     frame = _RawSocket.recv(sock, 0, copy=False)
     frames = [frame]
@@ -60,14 +69,32 @@ def recv_frames(sock) -> list:
 
 
 def readable(sock, timeout_ms=0) -> bool:
+    if type(sock) is _Lane:
+        return sock.wait_readable(timeout_ms)
     # zmq_poll even for a look without waiting: 2.1 us here against 3.3 for reading the
     # socket's EVENTS option through pyzmq.
     return bool(zmq.backend.zmq_poll([(sock, _POLLIN)], timeout_ms))
 
 
 def poll_readable(items, timeout_ms) -> list:
-    """Which of ``items`` (sockets, file descriptors) are readable, waiting up to
-    ``timeout_ms``."""
+    """Which of ``items`` (sockets, lanes, file descriptors) are readable, waiting up to
+    ``timeout_ms``. A lane counts when it holds a whole message."""
+    lanes = [obj for obj in items if type(obj) is _Lane]
+    if lanes:
+        ready = [ln for ln in lanes if ln.wait_readable(0)]
+        if ready:
+            return ready
+        by_fd = {ln.fd: ln for ln in lanes if not ln.eof}
+        polled = [(obj, _POLLIN) for obj in items if type(obj) is not _Lane] + [
+            (fd, _POLLIN) for fd in by_fd]
+        out = []
+        for obj, _ in zmq.backend.zmq_poll(polled, timeout_ms):
+            ln = by_fd.get(obj) if type(obj) is int else None
+            if ln is None:
+                out.append(obj)
+            elif ln.wait_readable(0):
+                out.append(ln)
+        return out
     return [obj for obj, _ in zmq.backend.zmq_poll([(obj, _POLLIN) for obj in items], timeout_ms)]
 
 
@@ -110,6 +137,10 @@ def _unix_socket_listens(name: str) -> bool:
         return False
     finally:
         probe.close()
+
+
+def lane_name(port) -> str:
+    return f"dtf-lane-127.0.0.1:{port}"
 
 
 def connect_endpoint(address: str) -> str:
@@ -159,6 +190,10 @@ class Client:
         self._max_bytes = _security.max_message_bytes()
         self._all_sockets: list = []
         self._lock = threading.Lock()
+        # A server's I/O thread owns its client: its lanes queue what the peer cannot take
+        # at once (the loop flushes them) instead of waiting.
+        self.queue_sends = False
+        self.on_lane_blocked = None
 
     def _socket(self, address, kind="rpc"):
         socks = getattr(self._local, "socks", None)
@@ -166,16 +201,39 @@ class Client:
             socks = self._local.socks = {}
         key = (address, kind)
         s = socks.get(key)
+        if s is not None and type(s) is _Lane and s.eof:
+            self._discard(address, kind)  # its task is gone: try its next incarnation
+            s = None
         if s is None:
-            s = context().socket(zmq.DEALER)
-            s.setsockopt(zmq.LINGER, 0)
-            if self._security is not None:
-                self._security.configure_client(s)
-            s.connect(connect_endpoint(address))
+            s = self._lane(address)
+            if s is None:
+                s = context().socket(zmq.DEALER)
+                s.setsockopt(zmq.LINGER, 0)
+                if self._security is not None:
+                    self._security.configure_client(s)
+                s.connect(connect_endpoint(address))
             socks[key] = s
+            self._local.generation = getattr(self._local, "generation", 0) + 1
             with self._lock:
                 self._all_sockets.append(s)
         return s
+
+    def _lane(self, address):
+        """A same-host lane to ``address`` when its task listens on one (dtf.wire.lane):
+        only without cluster keys, since the lane is not encrypted."""
+        if self._security is not None:
+            return None
+        port = _loopback_port(address, _LOOPBACK_HOSTS)
+        if port is None:
+            return None
+        ln = _lane.connect(lane_name(port), blocking=not self.queue_sends)
+        if ln is not None:
+            ln.on_blocked = self.on_lane_blocked
+        return ln
+
+    def generation(self) -> int:
+        """Changes whenever this thread's set of sockets does."""
+        return getattr(self._local, "generation", 0)
 
     def sockets(self):
         """This thread's sockets (a view)."""
@@ -186,7 +244,15 @@ class Client:
         s = socks.pop((address, kind), None)
         if s is not None:
             getattr(self._local, "partials", {}).pop(s, None)
+            self._local.generation = getattr(self._local, "generation", 0) + 1
             s.close(0)
+
+    def discard_socket(self, sock):
+        """Drops ``sock`` (one of this thread's) if it is still in use."""
+        socks = getattr(self._local, "socks", {})
+        for (address, kind), s in list(socks.items()):
+            if s is sock:
+                self._discard(address, kind)
 
     def send(self, address, header, kind="rpc", awaited=True):
         """Sends a request; returns its id. The reply is read with ``receive`` (or
@@ -195,7 +261,7 @@ class Client:
         replies itself (the server loop's own requests)."""
         rid = next(_ids)
         header["id"] = rid
-        self._send_message(self._socket(address, kind), header, address)
+        self._send_message(address, kind, header)
         if awaited:
             pending = self._awaited()
             pending[rid] = None
@@ -224,7 +290,7 @@ class Client:
             del pending[rid]
         return reply
 
-    def _send_message(self, sock, header, address):
+    def _send_message(self, address, kind, header):
         """A peer on this host gets large tensors through shared memory, and is asked to
         answer the same way (``same_host`` in the request); others get them streamed in
         Part messages ahead of the message (codec.STREAM_MIN_BYTES)."""
@@ -234,9 +300,17 @@ class Client:
         streams: list = []
         frames = codec.encode(header, same_host=local, streams=streams)
         self._check_size(frames, address, sum(len(raw) for _, raw in streams))
+        sock = self._socket(address, kind)
         for part in codec.part_messages(streams):
             send_frames(sock, part)
         send_frames(sock, frames)
+        if type(sock) is _Lane and sock.eof:
+            # Its task had gone (a lane finds out on writing). ZeroMQ would deliver the
+            # message once the task's next incarnation listens: so does a fresh socket.
+            sock = self._socket(address, kind)
+            for part in codec.part_messages(streams):
+                send_frames(sock, part)
+            send_frames(sock, frames)
 
     def _check_size(self, frames, address, streamed=0):
         size = streamed + sum(len(f) if not isinstance(f, memoryview) else f.nbytes for f in frames)
@@ -371,7 +445,7 @@ class Client:
     def push(self, address, header):
         """One-way message (no reply), e.g. a tensor for a peer's rendezvous."""
         header["id"] = 0
-        self._send_message(self._socket(address, "push"), header, address)
+        self._send_message(address, "push", header)
 
     def close(self):
         with self._lock:
@@ -404,6 +478,9 @@ class ServerLoop:
         # Requests the I/O thread itself sends (a master step's RunGraphs): their replies
         # arrive on this client's sockets, which the loop polls beside the ROUTER.
         self._io_client = Client(security)
+        self._io_client.queue_sends = True
+        self._writing: set = set()  # lanes with bytes the peer could not take yet
+        self._io_client.on_lane_blocked = self._writing.add
         self._awaiting: dict = {}  # request id -> on_reply(reply dict)
         self._streams: dict = {}  # sender identity -> codec.PartialStreams
         self.step_watchdog = None  # liveness checks of the master steps it runs (async_step)
@@ -427,6 +504,12 @@ class ServerLoop:
             raise errors.UnknownError(
                 None, None, f"Could not start server for {task_name} at {address}: {e.strerror}"
                 + (" (the address is already in use)" if e.errno == zmq.EADDRINUSE else "")) from None
+        # Same-host clients without keys talk to a loopback task over a lane (dtf.wire.lane).
+        self._lanes: dict = {}  # ident -> accepted lane
+        self._lane_generation = 0
+        port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
+        self._lane_listener = (_lane.listen(lane_name(port))
+                               if security is None and port is not None else None)
         self._reply_endpoint = f"inproc://dtf-replies-{id(self)}-{os.getpid()}"
         self._replies = self._ctx.socket(zmq.PULL)
         self._replies.bind(self._reply_endpoint)
@@ -519,17 +602,24 @@ class ServerLoop:
         return max(0, min(1000, int((self._timers[0][0] - time.monotonic()) * 1000) + 1))
 
     def _on_client_replies(self, sock):
+        if type(sock) is _Lane:  # the poll said readable: one read takes all it holds
+            sock.fill()
+            while sock.ready:
+                self._on_client_reply(sock, sock.take())
+            return
         while readable(sock):
-            frames = recv_frames(sock)
-            try:
-                reply = self._io_client.decode_reply(sock, frames)
-            except codec.WireError as e:
-                reply = _unreadable_reply(frames, e, self._task)
-            if reply is None:
-                continue
-            on_reply = self._awaiting.pop(reply.get("id"), None)
-            if on_reply is not None:  # else a late reply to a forgotten request
-                on_reply(reply)
+            self._on_client_reply(sock, recv_frames(sock))
+
+    def _on_client_reply(self, sock, frames):
+        try:
+            reply = self._io_client.decode_reply(sock, frames)
+        except codec.WireError as e:
+            reply = _unreadable_reply(frames, e, self._task)
+        if reply is None:
+            return
+        on_reply = self._awaiting.pop(reply.get("id"), None)
+        if on_reply is not None:  # else a late reply to a forgotten request
+            on_reply(reply)
 
     def _run_soon(self):
         while self._soon:
@@ -542,21 +632,40 @@ class ServerLoop:
     def _loop(self):
         self._io_ident = threading.get_ident()
         own = [(self._router, _POLLIN), (self._replies, _POLLIN), (self._wake, _POLLIN)]
-        watched, known = own, 0
+        listener_fd = None
+        if self._lane_listener is not None:
+            listener_fd = self._lane_listener.fileno()
+            own.append((listener_fd, _POLLIN))
+        watched, lanes, known = own, {}, None
         while not self._stopping:
-            socks = self._io_client.sockets()
-            if len(socks) != known:  # a request opened a socket to another task
-                watched, known = own + [(sock, _POLLIN) for sock in socks], len(socks)
+            state = (self._io_client.generation(), self._lane_generation)
+            if state != known or self._writing:  # sockets came or went, or a lane must write
+                watched, lanes = self._watch_list(own)
+                known = state
             try:
-                events = {sock for sock, _ in zmq.backend.zmq_poll(watched, self._poll_ms())}
+                fired = zmq.backend.zmq_poll(watched, self._poll_ms())
             except zmq.ZMQError:
                 break
+            events, served, replied = set(), [], []
+            for sock, ev in fired:
+                if type(sock) is not int:
+                    events.add(sock)
+                elif sock == listener_fd:
+                    self._accept_lanes()
+                else:  # zmq_poll names a lane by its descriptor
+                    ln = lanes.get(sock)
+                    if ln is not None:
+                        (served if ln.ident else replied).append((ln, ev))
             # Drain by asking readable(): raising zmq.Again per empty read cost ~7% of a step.
             if self._replies in events:
                 while readable(self._replies):
                     frames = recv_frames(self._replies)
                     if len(frames) > 1:  # a lone empty frame only wakes the loop (call_soon)
-                        send_frames(self._router, frames)
+                        ident = frames[0].bytes
+                        if ident[:1] == _LANE_IDENT:
+                            self._send_to(ident, frames[1:])
+                        else:
+                            send_frames(self._router, frames)
             if self._router in events:
                 while readable(self._router):
                     frames = recv_frames(self._router)
@@ -565,15 +674,69 @@ class ServerLoop:
                     except Exception:  # noqa: BLE001 - no message may stop the I/O thread
                         log.exception("%s: failed to handle a message", self._task)
                     self._run_soon()
-            for sock in events:
+            for ln, ev in served:
+                self._serve_lane(ln, ev)
+            for ln, ev in replied:
+                if ev & _POLLOUT:
+                    ln.flush()
+            for sock in itertools.chain(events, (ln for ln, _ in replied)):
                 if sock is not self._router and sock is not self._replies and sock is not self._wake:
                     try:
                         self._on_client_replies(sock)
                     except Exception:  # noqa: BLE001
                         log.exception("%s: failed to handle a reply", self._task)
                     self._run_soon()
+                    if type(sock) is _Lane and sock.eof:
+                        self._io_client.discard_socket(sock)
             self._run_timers()
         self._close_sockets()
+
+    def _watch_list(self, own):
+        """What the loop polls: its own sockets, its requests' sockets, the lanes (by
+        descriptor, for writing too when they hold unsent bytes) and a lane index."""
+        # In place: the lanes' on_blocked is this set's add.
+        self._writing.difference_update([ln for ln in self._writing if not ln.pending or ln.eof])
+        watched, lanes = list(own), {}
+        for sock in itertools.chain(self._io_client.sockets(), self._lanes.values()):
+            if type(sock) is not _Lane:
+                watched.append((sock, _POLLIN))
+            elif not sock.eof:
+                lanes[sock.fd] = sock
+                watched.append((sock.fd, _POLLIN | (_POLLOUT if sock.pending else 0)))
+        return watched, lanes
+
+    def _accept_lanes(self):
+        for ln in _lane.accept(self._lane_listener, self._max_bytes):
+            ln.on_blocked = self._writing.add
+            self._lanes[ln.ident] = ln
+            self._lane_generation += 1
+
+    def _serve_lane(self, ln, ev):
+        """Writes what a lane could not take before, and handles the messages it brought."""
+        if ev & _POLLOUT:
+            ln.flush()
+        if ev & ~_POLLOUT:
+            ln.fill()
+        while ln.ready:
+            try:
+                self._on_message([ln.ident] + ln.take())
+            except Exception:  # noqa: BLE001 - no message may stop the I/O thread
+                log.exception("%s: failed to handle a message", self._task)
+            self._run_soon()
+        if ln.eof:  # the client went away (or broke the lane's format)
+            self._lanes.pop(ln.ident, None)
+            self._streams.pop(ln.ident, None)
+            ln.close()
+            self._lane_generation += 1
+
+    def _send_to(self, ident, frames):
+        """A message to the client named ``ident`` (a ZeroMQ identity or a lane's)."""
+        if type(ident) is bytes and ident[:1] == _LANE_IDENT:
+            ln = self._lanes.get(ident)
+            if ln is not None:  # else it went away, as ZeroMQ drops one to a gone peer
+                ln.send(frames)
+            return
+        send_frames(self._router, [ident] + frames)
 
     def _on_message(self, frames):
         self.messages_served += 1
@@ -581,13 +744,13 @@ class ServerLoop:
         size = sum(len(f) for f in body)
         if size > self._max_bytes:
             # If it was a Part, the message it belongs to must fail the same way.
-            self._partial_streams(ident.bytes).refuse_rest(size)
+            self._partial_streams(_ident_key(ident)).refuse_rest(size)
             self._refuse(ident, body, errors.ResourceExhaustedError(
                 None, None, f"message of {size} bytes refused by {self._task}: the limit is "
                 f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"))
             return
         # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
-        sender = ident.bytes if self._streams or len(body) == 2 else None
+        sender = _ident_key(ident) if self._streams or len(body) == 2 else None
         streams = self._streams.get(sender) if self._streams else None
         try:
             msg = codec.decode(body, streams=streams)
@@ -688,7 +851,7 @@ class ServerLoop:
         return _Responder(self, ident, rid, msg)
 
     def _send_now(self, ident, reply):
-        send_frames(self._router, [ident] + codec.encode(reply))
+        self._send_to(ident, codec.encode(reply))
 
     def stop(self):
         if self._stopping:
@@ -714,6 +877,11 @@ class ServerLoop:
     def _close_sockets(self):
         for s in (self._router, self._replies, self._wake):
             s.close(0)
+        for ln in self._lanes.values():
+            ln.close()
+        self._lanes.clear()
+        if self._lane_listener is not None:
+            self._lane_listener.close()
         self._io_client.close()
 
 
@@ -759,8 +927,13 @@ class _Responder:
         except TypeError as e:
             streams = []
             frames = codec.encode(_error_reply(self._rid, e, loop._task))
-        sock = loop._router if on_io_thread else loop._reply_socket()
-        for part in codec.part_messages(streams):  # large tensors stream ahead of it
+        if on_io_thread:
+            for part in codec.part_messages(streams):  # large tensors stream ahead of it
+                loop._send_to(self._ident, part)
+            loop._send_to(self._ident, frames)
+            return
+        sock = loop._reply_socket()
+        for part in codec.part_messages(streams):
             send_frames(sock, [self._ident] + part)
         send_frames(sock, [self._ident] + frames)
 
@@ -822,6 +995,11 @@ class HandlerPool:
     def shutdown(self):
         for _ in self._threads:
             self._jobs.put(None)
+
+
+def _ident_key(ident) -> bytes:
+    """A client's name as bytes: a lane's already is; ZeroMQ's comes as a Frame."""
+    return ident if type(ident) is bytes else ident.bytes
 
 
 def _error_reply(rid, e, task):

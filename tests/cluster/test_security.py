@@ -77,6 +77,7 @@ def test_sockets_are_encrypted_with_curve(keyfile):
     try:
         router = svc._loop._router
         assert router.get(zmq.MECHANISM) == zmq.CURVE and router.get(zmq.CURVE_SERVER) == 1
+        assert svc._loop._lane_listener is None  # the same-host lane has no encryption
         client = transport.Client(keys)
         sock = client._socket(svc.address)
         assert sock.get(zmq.MECHANISM) == zmq.CURVE

@@ -302,7 +302,10 @@ class Lane:
                     continue
                 if end - start < total:
                     if total >= READ_BYTES:  # read the rest straight into its own buffer
-                        big = bytearray(total)
+                        try:
+                            big = bytearray(total)
+                        except (MemoryError, OverflowError):  # ZeroMQ too drops such a peer
+                            raise LaneError(f"no memory for a message of {total} bytes") from None
                         have = end - start
                         big[:have] = view[start:end]
                         self._big, self._big_fill = (big, lens), have

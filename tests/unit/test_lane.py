@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 import zmq
+from hypothesis import given, settings, strategies as st
 
 from dtf.train.server import free_port
 from dtf.wire import lane, transport
@@ -182,3 +183,28 @@ def test_a_client_finds_a_restarted_task_through_a_fresh_lane():
     finally:
         client.close()
         loop.stop()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(
+    st.binary(max_size=64),
+    st.builds(lambda n, lens: struct.pack(f"<I{len(lens)}Q", n, *lens),
+              st.integers(0, (1 << 32) - 1), st.lists(st.integers(0, (1 << 64) - 1), max_size=4))),
+    max_size=8))
+def test_any_bytes_leave_a_task_side_lane_either_reading_or_closed(chunks):
+    """Whatever a peer writes, filling a lane never raises, never holds a message over its
+    limit and never allocates from a declared length beyond that limit."""
+    a, b = _pair(max_bytes=1 << 20)
+    try:
+        for chunk in chunks:
+            a.sock.setblocking(True)
+            a.sock.sendall(chunk)
+            b.fill()
+        for frames in b.ready:
+            held = sum(len(f) for f in frames if not isinstance(f, lane.Oversized))
+            assert held <= (1 << 20) + lane.HEADER_KEEP
+        if b._big is not None:
+            assert len(b._big[0]) <= 1 << 20
+    finally:
+        a.close()
+        b.close()

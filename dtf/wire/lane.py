@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import select
 import socket
 import struct
@@ -210,7 +211,7 @@ class Lane:
             return bool(self.ready)
         deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         while not self.ready and not self.eof:  # a poll first: a read now would mostly find nothing
-            wait = -1 if deadline is None else int((deadline - time.monotonic()) * 1000)
+            wait = -1 if deadline is None else math.ceil((deadline - time.monotonic()) * 1000)
             if deadline is not None and wait <= 0 or not self._wait_in(wait):
                 break
             self.fill()  # a whole message, or part of one: then wait for the rest

@@ -208,3 +208,11 @@ def test_any_bytes_leave_a_task_side_lane_either_reading_or_closed(chunks):
     finally:
         a.close()
         b.close()
+
+
+def test_a_wait_of_one_millisecond_polls_the_socket():
+    """Under a millisecond left of a wait must still poll (rounding it down to none made
+    callers near their deadline spin without ever looking)."""
+    _, b = _pair()
+    assert not b.wait_readable(1)
+    assert b._poller is not None  # it waited on the socket rather than returning at once

@@ -160,7 +160,7 @@ class Lane:
             self._queue(bufs, 0)
             self.flush()
         while self._out and self.blocking and not self.eof:
-            self._wait(select.POLLOUT)
+            self._wait_writable()
             self.flush()
         if self._out and self.on_blocked is not None:
             self.on_blocked(self)
@@ -321,14 +321,13 @@ class Lane:
         return pos
 
     # -- both ------------------------------------------------------------------------
-    def _wait(self, events, timeout_ms=-1) -> bool:
-        """Waits for ``events`` or input (read into ``ready`` when waiting to write)."""
+    def _wait_writable(self):
+        """Waits for room to write, reading what arrives meanwhile (into ``ready``)."""
         poller = select.poll()
-        poller.register(self.fd, events | select.POLLIN)
-        fired = poller.poll(None if timeout_ms < 0 else timeout_ms)
-        if fired and events and fired[0][1] & (select.POLLIN | select.POLLHUP | select.POLLERR):
-            self.fill()
-        return bool(fired)
+        poller.register(self.fd, select.POLLOUT | select.POLLIN)
+        for _, events in poller.poll():
+            if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                self.fill()
 
     def _lost(self):
         self.eof = True

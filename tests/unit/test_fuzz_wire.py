@@ -161,3 +161,18 @@ def test_a_valid_message_round_trips():
     assert msg["nested"][0]["d"] == dtypes.int64 and msg["nested"][0]["b"] == b"\x00\x01"
     assert list(msg["feeds"]["s"]) == [b"ab", b"", b"xyz"]
     assert msg["feeds"]["float32"].dtype == np.float32
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+def test_whitespace_around_a_header_is_json_and_trailing_text_is_refused(hooked):
+    """The decoder skips json.loads' whitespace handling for speed; what JSON allows around
+    a value (and what it refuses after one) must not change with it."""
+    body = '{"type":"Ping","d":{"@d":"int32"}}' if hooked else '{"type":"Ping","id":3}'
+    for text in (body, " \n" + body, body + " \r\n\t", "\t" + body + " "):
+        msg = codec.decode([text.encode()])
+        assert msg["type"] == "Ping"
+        if hooked:
+            assert msg["d"] == dtypes.int32
+    for text in (body + " x", body + "{}", body + "]", " " + body + " 1", "", " ", "x" + body):
+        with pytest.raises(codec.WireError, match="not valid JSON"):
+            codec.decode([text.encode()])

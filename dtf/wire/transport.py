@@ -510,14 +510,11 @@ class ServerLoop:
         port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
         self._lane_listener = (_lane.listen(lane_name(port))
                                if security is None and port is not None else None)
-        self._reply_endpoint = f"inproc://dtf-replies-{id(self)}-{os.getpid()}"
-        self._replies = self._ctx.socket(zmq.PULL)
-        self._replies.bind(self._reply_endpoint)
-        self._wake_endpoint = f"inproc://dtf-wake-{id(self)}-{os.getpid()}"
-        self._wake = self._ctx.socket(zmq.PULL)
-        self._wake.bind(self._wake_endpoint)
+        # Other threads hand the I/O thread their replies ((ident, frames), in order) and
+        # functions to run (call_soon), then wake it.
+        self._outbox = collections.deque()
+        self._wakeup = Wakeup()
         self._pool = HandlerPool(max_workers, f"dtf-{task_name}")
-        self._push_local = threading.local()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=f"dtf-io-{task_name}", daemon=True)
         self.messages_served = 0
@@ -525,20 +522,17 @@ class ServerLoop:
     def start(self):
         self._thread.start()
 
-    def _reply_socket(self):
-        s = getattr(self._push_local, "s", None)
-        if s is None:
-            s = self._ctx.socket(zmq.PUSH)
-            s.setsockopt(zmq.LINGER, 0)
-            s.connect(self._reply_endpoint)
-            self._push_local.s = s
-        return s
-
     def call_soon(self, fn):
         """Runs ``fn()`` on the I/O thread, after the message being handled (from any thread)."""
         self._soon.append(fn)
-        if threading.get_ident() != self._io_ident and not self._stopping:
-            self._reply_socket().send(b"")  # wakes the I/O thread
+        if threading.get_ident() != self._io_ident:
+            self._wakeup.wake()
+
+    def send_from_thread(self, ident, messages):
+        """Sends ``messages`` (lists of frames) to the client ``ident`` from a thread other
+        than the I/O thread: the I/O thread sends them, in order, once woken."""
+        self._outbox.extend((ident, frames) for frames in messages)
+        self._wakeup.wake()
 
     def call_later(self, delay_s, fn) -> "TimerHandle":
         """Runs ``fn()`` on the I/O thread after ``delay_s`` (call from the I/O thread).
@@ -631,7 +625,8 @@ class ServerLoop:
 
     def _loop(self):
         self._io_ident = threading.get_ident()
-        own = [(self._router, _POLLIN), (self._replies, _POLLIN), (self._wake, _POLLIN)]
+        wake_fd = self._wakeup.fileno()
+        own = [(self._router, _POLLIN), (wake_fd, _POLLIN)]
         listener_fd = None
         if self._lane_listener is not None:
             listener_fd = self._lane_listener.fileno()
@@ -650,6 +645,8 @@ class ServerLoop:
             for sock, ev in fired:
                 if type(sock) is not int:
                     events.add(sock)
+                elif sock == wake_fd:
+                    self._take_outbox()
                 elif sock == listener_fd:
                     self._accept_lanes()
                 else:  # zmq_poll names a lane by its descriptor
@@ -657,15 +654,6 @@ class ServerLoop:
                     if ln is not None:
                         (served if ln.ident else replied).append((ln, ev))
             # Drain by asking readable(): raising zmq.Again per empty read cost ~7% of a step.
-            if self._replies in events:
-                while readable(self._replies):
-                    frames = recv_frames(self._replies)
-                    if len(frames) > 1:  # a lone empty frame only wakes the loop (call_soon)
-                        ident = frames[0].bytes
-                        if ident[:1] == _LANE_IDENT:
-                            self._send_to(ident, frames[1:])
-                        else:
-                            send_frames(self._router, frames)
             if self._router in events:
                 while readable(self._router):
                     frames = recv_frames(self._router)
@@ -680,7 +668,7 @@ class ServerLoop:
                 if ev & _POLLOUT:
                     ln.flush()
             for sock in itertools.chain(events, (ln for ln, _ in replied)):
-                if sock is not self._router and sock is not self._replies and sock is not self._wake:
+                if sock is not self._router:
                     try:
                         self._on_client_replies(sock)
                     except Exception:  # noqa: BLE001
@@ -690,6 +678,16 @@ class ServerLoop:
                         self._io_client.discard_socket(sock)
             self._run_timers()
         self._close_sockets()
+
+    def _take_outbox(self):
+        """What other threads asked for: their replies go out, in order (call_soon's
+        functions run later in the pass). Reset before the outbox is emptied: a wake-up
+        after that finds the next poll signalled."""
+        self._wakeup.clear()
+        outbox = self._outbox
+        while outbox:
+            ident, frames = outbox.popleft()
+            self._send_to(ident, frames)
 
     def _watch_list(self, own):
         """What the loop polls: its own sockets, its requests' sockets, the lanes (by
@@ -861,22 +859,14 @@ class ServerLoop:
             self._close_sockets()
             self._pool.shutdown()
             return
-        s = self._ctx.socket(zmq.PUSH)
-        s.setsockopt(zmq.LINGER, 0)
-        s.connect(self._wake_endpoint)
-        try:
-            # Never blocking: the loop may have seen ``_stopping`` and closed its wake
-            # socket already, and a PUSH with no peer would wait for one forever.
-            s.send(b"", zmq.NOBLOCK)
-        except zmq.Again:
-            pass
-        s.close()
+        self._wakeup.wake()
         self._thread.join(5)
         self._pool.shutdown()
 
     def _close_sockets(self):
-        for s in (self._router, self._replies, self._wake):
-            s.close(0)
+        self._router.close(0)
+        self._wakeup.close()
+        self._outbox.clear()
         for ln in self._lanes.values():
             ln.close()
         self._lanes.clear()
@@ -887,8 +877,9 @@ class ServerLoop:
 
 class _Responder:
     """``respond(reply dict | None | exception)`` for one request, from any thread: the I/O
-    thread sends at once, others through the inproc reply socket. ``respond.early(header)``
-    sends a message ahead of the reply (``interim``, with the request's id): the requester
+    thread sends at once, others through the loop's outbox (``send_from_thread``).
+    ``respond.early(header)`` sends a message ahead of the reply (``interim``, with the
+    request's id): the requester
     reads it on the connection it awaits the reply on (RunGraph's tensors for the
     requester's own task, see Client.receive's ``on_interim``)."""
 
@@ -917,9 +908,7 @@ class _Responder:
         loop = self._loop
         on_io_thread = threading.get_ident() == loop._io_ident
         if loop._stopping and not on_io_thread:
-            # The loop no longer forwards replies: a send into its closed inproc socket
-            # would block this handler thread for good.
-            return
+            return  # the loop no longer sends replies
         reply["id"] = self._rid
         streams: list = []
         try:
@@ -932,10 +921,59 @@ class _Responder:
                 loop._send_to(self._ident, part)
             loop._send_to(self._ident, frames)
             return
-        sock = loop._reply_socket()
-        for part in codec.part_messages(streams):
-            send_frames(sock, [self._ident] + part)
-        send_frames(sock, [self._ident] + frames)
+        loop.send_from_thread(self._ident, itertools.chain(codec.part_messages(streams), (frames,)))
+
+
+class Wakeup:
+    """Wakes a thread that polls ``fileno()``, from any thread: an eventfd (a pipe where
+    there is none). A plain descriptor costs the poll nothing more; a ZeroMQ inproc
+    socket, which did this before, cost every poll two system calls more. ``wake`` writes
+    only when the poller has not been signalled since its last ``clear``."""
+
+    def __init__(self):
+        self._lock = threading.Lock()  # a write never races the close (and a reused fd)
+        self._signalled = False
+        if hasattr(os, "eventfd"):
+            self._rfd = self._wfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        else:
+            self._rfd, self._wfd = os.pipe()
+            os.set_blocking(self._rfd, False)
+            os.set_blocking(self._wfd, False)
+
+    def fileno(self) -> int:
+        return self._rfd
+
+    def wake(self):
+        if self._signalled:
+            return  # the poller will see the last wake-up, and what came before this one
+        with self._lock:
+            if self._wfd < 0:
+                return
+            self._signalled = True
+            try:
+                os.write(self._wfd, _WAKE_BYTES)
+            except BlockingIOError:  # a pipe full of wake-ups: the poller is signalled
+                pass
+
+    def clear(self):
+        """Called by the poller before it takes what it was woken for."""
+        self._signalled = False
+        try:
+            os.read(self._rfd, 4096)
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def close(self):
+        with self._lock:
+            if self._wfd < 0:
+                return
+            os.close(self._rfd)
+            if self._wfd != self._rfd:
+                os.close(self._wfd)
+            self._rfd = self._wfd = -1
+
+
+_WAKE_BYTES = (1).to_bytes(8, sys.byteorder)  # an eventfd adds an 8-byte count
 
 
 class TimerHandle:

@@ -3,9 +3,13 @@ and timers let go of what they hold once cancelled (a parked step's deadline).""
 from __future__ import annotations
 
 import gc
+import select
 import threading
 import time
 import weakref
+
+import numpy as np
+import pytest
 
 import dtf as tf
 from dtf.framework.graph_def import node_def_of
@@ -16,37 +20,69 @@ from dtf.wire import transport
 DEVICE = "/job:ps/replica:0/task:0/device:CPU:0"
 
 
-class _LoopLeavesAfterConnect:
-    """The loop's ZeroMQ context, except that stop()'s wake socket, once connected, waits
-    for the loop to leave (it sees ``_stopping`` when its poll times out) and close its
-    end: the ordering a stop() can meet when the loop wakes on its own meanwhile (seen
-    once as a task that never exited on SIGTERM)."""
-
-    def __init__(self, loop):
-        self._loop, self._ctx = loop, loop._ctx
-
-    def socket(self, kind):
-        sock = self._ctx.socket(kind)
-        connect = sock.connect
-
-        def connect_then_lose_the_race(endpoint):
-            connect(endpoint)
-            self._loop._thread.join(5)
-            time.sleep(0.2)  # ZeroMQ drops the closed end's pipe asynchronously
-
-        sock.connect = connect_then_lose_the_race
-        return sock
-
-
-def test_stop_returns_when_the_loop_leaves_between_connect_and_send():
+def test_stop_returns_when_the_loop_has_already_left():
+    """stop() wakes the loop; a loop that has already left and closed its wake-up (it saw
+    ``_stopping`` on its own) must not make that wake-up fail or wait."""
     loop = transport.ServerLoop(f"127.0.0.1:{free_port()}", {}, {}, "/job:t/task:0")
     loop.start()
-    loop._ctx = _LoopLeavesAfterConnect(loop)
-    stopper = threading.Thread(target=loop.stop, daemon=True)
-    stopper.start()
-    stopper.join(15)
+    loop._stopping = True  # the loop leaves at its next wake-up...
+    loop._wakeup.wake()
+    loop._thread.join(15)
     assert not loop._thread.is_alive()
-    assert not stopper.is_alive(), "stop() waited for a loop that had already left"
+    loop.stop()  # ...before stop() runs: its wake-up finds the descriptor closed
+    assert loop._wakeup.fileno() == -1
+
+
+@pytest.mark.parametrize("eventfd", [True, False])
+def test_a_wakeup_signals_its_poller_once_until_cleared(monkeypatch, eventfd):
+    if not eventfd:
+        monkeypatch.delattr(transport.os, "eventfd", raising=False)  # the pipe it falls back on
+    wakeup = transport.Wakeup()
+    poller = select.poll()
+    poller.register(wakeup.fileno(), select.POLLIN)
+    assert poller.poll(0) == []
+    for _ in range(3):
+        wakeup.wake()
+    assert len(poller.poll(0)) == 1
+    wakeup.clear()
+    assert poller.poll(0) == []  # three wake-ups, one signal: all taken by one clear
+    threading.Thread(target=wakeup.wake).start()
+    assert len(poller.poll(5000)) == 1  # another thread's wake-up ends a wait
+    wakeup.clear()
+    wakeup.close()
+    wakeup.wake()  # after close: nothing written (the descriptor may be another file's now)
+    wakeup.close()
+
+
+def test_replies_from_handler_threads_each_reach_their_request_whole():
+    """Handler threads hand their replies to the I/O thread (an outbox and a wake-up):
+    many at once, from several threads, each reaches its request."""
+    address = f"127.0.0.1:{free_port()}"
+    payload = np.arange(300_000, dtype=np.float32)  # large enough to be queued on the lane
+    loop = transport.ServerLoop(address, {"Echo": lambda msg: {"n": msg["n"], "x": payload}}, {},
+                                "/job:t/task:0")
+    loop.start()
+    clients = [transport.Client(None) for _ in range(3)]
+    results = {}
+
+    def ask(k):
+        client = clients[k]
+        rids = [(n, client.send(address, {"type": "Echo", "n": n})) for n in range(20)]
+        results[k] = [(n, client.receive(address, rid, 20)) for n, rid in rids]
+
+    try:
+        threads = [threading.Thread(target=ask, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for k in range(3):
+            assert [r["n"] for _, r in results[k]] == list(range(20))
+            assert all(np.array_equal(r["x"], payload) for _, r in results[k])
+    finally:
+        for client in clients:
+            client.close()
+        loop.stop()
 
 
 def _idle_loop():
@@ -159,13 +195,12 @@ def test_a_handler_that_ends_after_stop_does_not_block_its_thread():
     loop.start()
     client = transport.Client(None)  # plain, as the loop
     try:
-        # A first reply connects the handler thread's reply socket while the loop is up.
+        # A first reply while the loop is up.
         rid = client.send(address, {"type": "Slow"})
         assert client.receive(address, rid, 10)["done"]
         client.send(address, {"type": "Slow", "wait": True})
         assert started.wait(10)
         loop.stop()
-        time.sleep(0.2)  # ZeroMQ drops the closed reply socket's pipe asynchronously
         release.set()
         for thread in loop._pool._threads:
             thread.join(5)

@@ -681,8 +681,8 @@ class ServerLoop:
 
     def _take_outbox(self):
         """What other threads asked for: their replies go out, in order (call_soon's
-        functions run later in the pass). Reset before the outbox is emptied: a wake-up
-        after that finds the next poll signalled."""
+        functions run later in the pass). Cleared before the outbox is emptied: a wake-up
+        after that is seen by the next poll."""
         self._wakeup.clear()
         outbox = self._outbox
         while outbox:
@@ -956,12 +956,15 @@ class Wakeup:
                 pass
 
     def clear(self):
-        """Called by the poller before it takes what it was woken for."""
-        self._signalled = False
+        """Called by the poller before it takes what it was woken for. The read comes
+        first: while ``_signalled`` is still set no one writes, so the read cannot swallow
+        a wake-up whose sender then relies on the flag (its work was queued before it
+        looked at the flag, so the take that follows this sees it)."""
         try:
             os.read(self._rfd, 4096)
         except (BlockingIOError, InterruptedError):
             pass
+        self._signalled = False
 
     def close(self):
         with self._lock:

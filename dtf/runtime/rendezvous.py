@@ -34,7 +34,10 @@ class StepRendezvous:
         self.pump = None
         self._pumping = False
         self._items: dict = {}
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        # Made when a thread first waits here: most steps never block a thread (servers
+        # park them), and a Condition costs more to make and to enter than the plain lock.
+        self._cond = None
         self._error = None
         self._send_remote = send_remote
         self._local_task = local_task
@@ -58,10 +61,11 @@ class StepRendezvous:
     def put_many(self, items):
         """Stores tensors; a parked step waiting for one of them is woken once."""
         wake = None
-        with self._cond:
+        with self._lock:
             for key, value in items:
                 self._items[key] = value
-            self._cond.notify_all()
+            if self._cond is not None:
+                self._cond.notify_all()
             if self._waiter is not None and any(k in self._waiter[0] for k, _ in items):
                 wake, self._waiter = self._waiter[1], None
             pumping = self._pumping
@@ -94,7 +98,7 @@ class StepRendezvous:
                     self._send_remote(task, self.step_id, items)
 
     def try_recv(self, key):
-        with self._cond:
+        with self._lock:
             if self._error is not None:
                 raise self._error
             return self._items.pop(key, MISSING)
@@ -108,7 +112,7 @@ class StepRendezvous:
         """[(step index, value)] of the parked keys that have arrived; if none, [] and
         ``on_ready()`` is called once when one arrives or the step is aborted
         (DeadlineExceededError once ``deadline`` has passed)."""
-        with self._cond:
+        with self._lock:
             if self._error is not None:
                 raise self._error
             got = self._take_arrived(parked)
@@ -125,7 +129,7 @@ class StepRendezvous:
     def wait_any(self, parked: dict, deadline=None):
         """Blocks until parked keys arrive: returns [(step index, value)] of all arrived."""
         while True:
-            with self._cond:
+            with self._lock:
                 if self._error is not None:
                     raise self._error
                 got = self._take_arrived(parked)
@@ -141,6 +145,8 @@ class StepRendezvous:
                 if pump is not None and pump.owner != threading.get_ident():
                     pump = None  # its sockets belong to the thread that sent the step
                 if pump is None:
+                    if self._cond is None:
+                        self._cond = threading.Condition(self._lock)
                     self._cond.wait(timeout)
                     arrived = any(k in self._items for k in parked) or self._error is not None
                 else:
@@ -149,7 +155,7 @@ class StepRendezvous:
                 try:
                     pump.wait(timeout)
                 finally:
-                    with self._cond:
+                    with self._lock:
                         self._pumping = False
                         arrived = any(k in self._items for k in parked) or self._error is not None
             if not arrived and self.on_idle is not None:
@@ -158,14 +164,15 @@ class StepRendezvous:
     def forget_waiter(self):
         """Drops a parked step's callback once the step has ended here: a step parked only
         on kernels leaves it registered (for an abort), and it refers back to the step."""
-        with self._cond:
+        with self._lock:
             self._waiter = None
 
     def abort(self, error):
-        with self._cond:
+        with self._lock:
             if self._error is None:
                 self._error = error
-            self._cond.notify_all()
+            if self._cond is not None:
+                self._cond.notify_all()
             wake, self._waiter = (self._waiter or (None, None))[1], None
             pumping = self._pumping
         if wake is not None:

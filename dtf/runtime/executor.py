@@ -22,6 +22,17 @@ from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 from dtf.runtime.resources import ResourceManager, VariableResource
 
 
+_thread_errors = threading.local()
+
+
+def ignore_float_errors_on_this_thread():
+    """For threads that only ever run steps (a server's I/O and handler threads): numpy's
+    error state ignores everything there for good, so their steps skip the error-state
+    context each step otherwise enters (1.3 us, on every partition of a cross-task step)."""
+    np.seterr(all="ignore")
+    _thread_errors.ignored = True
+
+
 class ExecState:
     """State shared by every step run against one set of resources (a local session,
     or a worker task): variables, and random generators keyed by node."""
@@ -118,19 +129,24 @@ class Plan:
 
     def run(self, ctx: StepContext, feed_values, stats: list | None = None):
         # TF's kernels never warn: inf and nan are values. One error-state context per step
-        # (about 1.5 us) instead of one per kernel.
+        # (about 1.3 us) instead of one per kernel, none on threads that ignore errors.
+        if getattr(_thread_errors, "ignored", False):
+            return self._run(ctx, feed_values, stats)
         with np.errstate(all="ignore"):
-            vals = self._slots(feed_values)
-            if self.dataflow is not None:
-                _DataflowRun(self, ctx, vals, stats).advance()
-            elif self.inter_op is not None:
-                self.inter_op.run(ctx, vals, stats)
-            elif stats is None:
-                self._run_sequential(ctx, vals)
-            else:
-                for step in self.steps:
-                    _invoke(step, ctx, vals, stats)
-            return self._outputs(ctx, vals)
+            return self._run(ctx, feed_values, stats)
+
+    def _run(self, ctx, feed_values, stats):
+        vals = self._slots(feed_values)
+        if self.dataflow is not None:
+            _DataflowRun(self, ctx, vals, stats).advance()
+        elif self.inter_op is not None:
+            self.inter_op.run(ctx, vals, stats)
+        elif stats is None:
+            self._run_sequential(ctx, vals)
+        else:
+            for step in self.steps:
+                _invoke(step, ctx, vals, stats)
+        return self._outputs(ctx, vals)
 
     def start(self, ctx: StepContext, feed_values) -> "_DataflowRun":
         """A step that runs in pieces: ``advance(on_ready)`` runs what it can and returns
@@ -202,6 +218,8 @@ class _DataflowRun:
             self._retry_blocked(everything=on_ready is None)
         self.ctx.may_park = on_ready
         try:
+            if getattr(_thread_errors, "ignored", False):
+                return self._advance(on_ready)
             with np.errstate(all="ignore"):
                 return self._advance(on_ready)
         except BaseException:

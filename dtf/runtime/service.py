@@ -13,6 +13,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from dtf.framework import errors
+from dtf.runtime.executor import ignore_float_errors_on_this_thread
 from dtf.runtime.master import Master
 from dtf.runtime.worker import Worker
 from dtf.wire import security as security_mod
@@ -374,7 +375,9 @@ class TaskService:
         on_refused = {"Tensor": self.worker.tensor_refused}
         self._loop = transport.ServerLoop(self.address, self._handlers, self._inline, self.task,
                                           security, max_message_bytes=max_message_bytes,
-                                          deferred=deferred, on_refused=on_refused) if listen else None
+                                          deferred=deferred, on_refused=on_refused,
+                                          thread_init=ignore_float_errors_on_this_thread,
+                                          ) if listen else None
         self._running = False
 
     def start(self):

@@ -461,10 +461,11 @@ class ServerLoop:
     blocking: pings and tensor pushes); ``deferred[type](msg, respond, loop) -> bool`` run
     on the I/O thread and may answer later through ``respond(reply or exception)``, going
     on with the loop's ``call_soon``, ``call_later``, ``request`` and ``run_on_pool``;
-    False hands the message to ``handlers``. Handler exceptions become error replies."""
+    False hands the message to ``handlers``. Handler exceptions become error replies.
+    ``thread_init()`` runs first on the I/O thread and on every handler thread."""
 
     def __init__(self, address, handlers, inline, task_name, security=None, max_workers=16,
-                 max_message_bytes=None, deferred=None, on_refused=None):
+                 max_message_bytes=None, deferred=None, on_refused=None, thread_init=None):
         self.address = address
         self._handlers = handlers
         self._inline = inline
@@ -514,7 +515,8 @@ class ServerLoop:
         # functions to run (call_soon), then wake it.
         self._outbox = collections.deque()
         self._wakeup = Wakeup()
-        self._pool = HandlerPool(max_workers, f"dtf-{task_name}")
+        self._thread_init = thread_init
+        self._pool = HandlerPool(max_workers, f"dtf-{task_name}", thread_init)
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=f"dtf-io-{task_name}", daemon=True)
         self.messages_served = 0
@@ -625,6 +627,8 @@ class ServerLoop:
 
     def _loop(self):
         self._io_ident = threading.get_ident()
+        if self._thread_init is not None:
+            self._thread_init()
         wake_fd = self._wakeup.fileno()
         own = [(self._router, _POLLIN), (wake_fd, _POLLIN)]
         listener_fd = None
@@ -1001,7 +1005,8 @@ class HandlerPool:
     thread: submit reserves an idle thread or starts a new one (up to ``max_workers``),
     because a handler may block until another handler of the same step runs."""
 
-    def __init__(self, max_workers, name):
+    def __init__(self, max_workers, name, thread_init=None):
+        self._thread_init = thread_init
         self._jobs = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
@@ -1021,6 +1026,8 @@ class HandlerPool:
         self._jobs.put((fn, args))
 
     def _work(self):
+        if self._thread_init is not None:
+            self._thread_init()
         while True:
             job = self._jobs.get()
             if job is None:

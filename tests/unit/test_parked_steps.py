@@ -175,3 +175,46 @@ def test_a_failed_step_takes_back_the_wake_ups_of_its_parked_kernels():
     with pytest.raises(errors.CancelledError):
         run.advance(on_ready=lambda: None)
     assert queue.waiters == []
+
+
+@pytest.mark.parametrize("server_thread", [False, True])
+def test_steps_make_inf_and_nan_without_warnings_on_any_thread(server_thread):
+    """TF's kernels never warn. Server threads set numpy to ignore float errors for good
+    and skip the per-step error-state context; other threads (a local session's) keep
+    theirs and leave the caller's error state as it was."""
+    import threading
+    import warnings
+
+    from dtf.runtime.executor import ignore_float_errors_on_this_thread
+
+    g, ops = queue_graph()
+    with g.as_default():  # a dequeue makes the plan one that can also run in pieces
+        zero = ops["deq"] - 3.0
+        ratio = tf.constant(1.0) / zero
+        log = tf.log(zero - 1.0)
+    h = Harness(g)
+    for _ in range(2):  # a 3.0 for each of the two steps
+        h.run([ops["enq"]])
+    out = {}
+
+    def steps():
+        if server_thread:
+            ignore_float_errors_on_this_thread()
+        before = np.geterr()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            plan = h.executor.plan((ratio.name, log.name), (), ())
+            assert plan.dataflow is not None
+            out["run"] = plan.run(h.context(), [])
+            run = plan.start(h.context(), [])
+            assert run.advance(on_ready=lambda: None) is True
+            out["advance"] = run.outputs()
+        out["errors_kept"] = np.geterr() == before
+
+    thread = threading.Thread(target=steps)
+    thread.start()
+    thread.join(30)
+    for values in (out["run"], out["advance"]):
+        assert np.isinf(values[0]) and np.isnan(values[1])
+    assert out["errors_kept"]
+    assert np.geterr()["divide"] == "warn"  # this thread's state never changed

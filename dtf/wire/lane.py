@@ -44,7 +44,8 @@ _idents = itertools.count(1)
 IDENT_PREFIX = b"\xff"
 
 
-_LENGTHS = [struct.Struct(f"<{n}Q") for n in range(8)]
+_FEW = 8  # frame counts whose length struct is made once (the hot paths index it inline)
+_LENGTHS = [struct.Struct(f"<{n}Q") for n in range(_FEW)]
 
 
 def _lengths(count) -> struct.Struct:
@@ -143,7 +144,8 @@ class Lane:
             return  # as ZeroMQ does for a peer that is gone: the caller's wait finds out
         bufs = [f if type(f) is bytes else memoryview(f).cast("B") for f in frames]
         count = len(bufs)
-        head = _COUNT.pack(count) + _lengths(count).pack(*map(len, bufs))
+        head = _COUNT.pack(count) + (_LENGTHS[count] if count < _FEW else _lengths(count)).pack(
+            *map(len, bufs))
         bufs.insert(0, head)
         if not self._out and count < _IOV_MAX:  # the usual case: the socket takes it all
             try:
@@ -287,7 +289,7 @@ class Lane:
                 head = 4 + 8 * count
                 if end - pos < head:
                     break
-                lens = _lengths(count).unpack_from(buf, pos + 4)
+                lens = (_LENGTHS[count] if count < _FEW else _lengths(count)).unpack_from(buf, pos + 4)
                 total = sum(lens)
                 start = pos + head
                 if self._max_bytes is not None and total > self._max_bytes:

@@ -676,17 +676,23 @@ class ServerLoop:
             for ln, ev in replied:
                 if ev & _POLLOUT:
                     ln.flush()
-            for sock in itertools.chain(events, (ln for ln, _ in replied)):
+            for sock in events:
                 if sock is not self._router:
-                    try:
-                        self._on_client_replies(sock)
-                    except Exception:  # noqa: BLE001
-                        log.exception("%s: failed to handle a reply", self._task)
-                    self._run_soon()
-                    if type(sock) is _Lane and sock.eof:
-                        self._io_client.discard_socket(sock)
+                    self._serve_replies(sock)
+            for ln, _ in replied:
+                self._serve_replies(ln)
             self._run_timers()
         self._close_sockets()
+
+    def _serve_replies(self, sock):
+        """Handles the replies to the loop's own requests that ``sock`` brought."""
+        try:
+            self._on_client_replies(sock)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: failed to handle a reply", self._task)
+        self._run_soon()
+        if type(sock) is _Lane and sock.eof:
+            self._io_client.discard_socket(sock)
 
     def _take_outbox(self):
         """What other threads asked for: their replies go out, in order (call_soon's
@@ -749,7 +755,7 @@ class ServerLoop:
     def _on_message(self, frames):
         self.messages_served += 1
         ident, body = frames[0], frames[1:]
-        size = sum(len(f) for f in body)
+        size = sum(map(len, body))
         if size > self._max_bytes:
             # If it was a Part, the message it belongs to must fail the same way.
             self._partial_streams(_ident_key(ident)).refuse_rest(size)

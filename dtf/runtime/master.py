@@ -125,10 +125,12 @@ class MasterSession:
         """Runs a step whose plan is built without blocking the calling I/O thread (see
         async_step); False when it must take the threaded path (first run of a signature,
         or a step with parts in other tasks of this process)."""
-        sp = self._plans.get((tuple(fetches), tuple(sorted(feeds)), tuple(targets)))
-        if sp is None or not all(p.task == self.master.task_name
-                                 or self.master.peers.in_process(p.task) is None for p in sp.parts):
+        sp = self._plans.get((tuple(fetches), tuple(sorted(feeds)) if feeds else (), tuple(targets)))
+        if sp is None:
             return False
+        for p in sp.parts:
+            if p.task != self.master.task_name and self.master.peers.in_process(p.task) is not None:
+                return False
         msgs, _ = self._run_graph_messages(sp, feeds, 0, False)
         AsyncStep(self, sp, msgs, list(fetches), feeds, respond, loop).start()
         return True
@@ -136,7 +138,7 @@ class MasterSession:
     def _run_graph_messages(self, sp, feeds, timeout_ms, trace):
         step_id = random.getrandbits(62)
         msgs = [{"type": "RunGraph", "handle": p.handle, "step_id": step_id,
-                 "incarnation": p.incarnation, "feeds": {n: feeds[n] for n in p.feeds},
+                 "incarnation": p.incarnation, "feeds": {n: feeds[n] for n in p.feeds} if p.feeds else {},
                  "fetches": list(p.fetches), "timeout_ms": timeout_ms, "trace": trace,
                  "task_partitions": n_parts}
                 for p, n_parts in zip(sp.parts, sp.task_partitions)]

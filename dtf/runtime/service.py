@@ -31,10 +31,18 @@ _IN_PROCESS_LOCK = threading.Lock()
 
 
 def normalize_address(address: str) -> str:
-    host, _, port = address.rpartition(":")
-    if host in ("localhost", "", "0.0.0.0"):
-        host = "127.0.0.1"
-    return f"{host}:{port}"
+    normal = _normal_addresses.get(address)
+    if normal is None:  # kept per address: every call to a master asks (in_process_service)
+        host, _, port = address.rpartition(":")
+        if host in ("localhost", "", "0.0.0.0"):
+            host = "127.0.0.1"
+        normal = f"{host}:{port}"
+        if len(_normal_addresses) < 4096:
+            _normal_addresses[address] = normal
+    return normal
+
+
+_normal_addresses: dict = {}
 
 
 def in_process_service(address: str):

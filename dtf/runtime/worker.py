@@ -209,7 +209,7 @@ class Worker:
                                       f"{self.task_name}; the task may have restarted")
         executor, targets = entry
         feeds = msg.get("feeds") or {}
-        feed_names = tuple(sorted(feeds))
+        feed_names = tuple(sorted(feeds)) if feeds else ()
         fetches = tuple(msg.get("fetches") or ())
         if only_inline:
             plan = executor.cached_plan(fetches, feed_names, targets)
@@ -230,7 +230,7 @@ class Worker:
         if isinstance(fold, str) and fold != self.task_name and parts == 1:
             rendezvous.fold_task = fold
         ctx = StepContext(self.state, step_id, rendezvous, deadline, executor.device, self.task_name)
-        return _GraphStep(plan, ctx, step_id, [feeds[n] for n in feed_names], fetches,
+        return _GraphStep(plan, ctx, step_id, [feeds[n] for n in feed_names] if feeds else [], fetches,
                           [] if msg.get("trace") else None, parts,
                           executor.device_type)
 

@@ -72,8 +72,17 @@ def enabled() -> bool:
 
 
 def is_local(address: str) -> bool:
-    host = address.rpartition(":")[0].strip("[]")
-    return host in _LOCAL_HOSTS or host.startswith("127.") or host == socket.gethostname()
+    """Whether ``address`` is on this host (asked for every message sent: kept per address)."""
+    local = _local_addresses.get(address)
+    if local is None:
+        host = address.rpartition(":")[0].strip("[]")
+        local = host in _LOCAL_HOSTS or host.startswith("127.") or host == socket.gethostname()
+        if len(_local_addresses) < 4096:
+            _local_addresses[address] = local
+    return local
+
+
+_local_addresses: dict = {}
 
 
 def worth_it(value: np.ndarray) -> bool:

@@ -300,7 +300,7 @@ class Client:
             header["same_host"] = True
         streams: list = []
         frames = codec.encode(header, same_host=local, streams=streams)
-        self._check_size(frames, address, sum(len(raw) for _, raw in streams))
+        self._check_size(frames, address, sum(len(raw) for _, raw in streams) if streams else 0)
         sock = self._socket(address, kind)
         for part in codec.part_messages(streams):
             send_frames(sock, part)
@@ -314,7 +314,9 @@ class Client:
             send_frames(sock, frames)
 
     def _check_size(self, frames, address, streamed=0):
-        size = streamed + sum(len(f) if not isinstance(f, memoryview) else f.nbytes for f in frames)
+        size = streamed
+        for f in frames:  # a loop, not a generator: this runs for every message sent
+            size += f.nbytes if type(f) is memoryview else len(f)
         if size > self._max_bytes:
             raise errors.ResourceExhaustedError(
                 None, None, f"message of {size} bytes to {address} exceeds the limit of "

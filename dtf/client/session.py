@@ -60,6 +60,10 @@ class _FetchPlan:
         # which must not be reused by other objects while the plan is cached.
         self._leaves: list = []
         self.builder = self._map(fetches)
+        # What the backend is asked for, worked out once: a cached plan serves every step.
+        self.is_tensor = tuple(isinstance(el, _ops.Tensor) for el in self.elements)
+        self.fetch_names = tuple(el.name for el, t in zip(self.elements, self.is_tensor) if t)
+        self.target_names = tuple(el.name for el, t in zip(self.elements, self.is_tensor) if not t)
 
     def _element(self, fetch):
         if fetch is None:
@@ -149,18 +153,10 @@ class BaseSession:
                                "calling run().")
         fplan = self._fetch_plan(fetches)
         feed_names, feed_values = self._feeds(feed_dict)
-        fetch_names = []
-        target_names = []
-        for el in fplan.elements:
-            if isinstance(el, _ops.Tensor):
-                fetch_names.append(el.name)
-            else:
-                target_names.append(el.name)
-        values = self._backend.run(tuple(fetch_names), feed_names, tuple(target_names),
+        values = self._backend.run(fplan.fetch_names, feed_names, fplan.target_names,
                                    feed_values, options, run_metadata)
         it = iter(values)
-        results = [_to_output(next(it)) if isinstance(el, _ops.Tensor) else None
-                   for el in fplan.elements]
+        results = [_to_output(next(it)) if is_tensor else None for is_tensor in fplan.is_tensor]
         return fplan.builder(results)
 
     def _fetch_plan(self, fetches):

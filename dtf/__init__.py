@@ -60,7 +60,7 @@ from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
 from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
-_LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute"}
+_LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 
@@ -86,3 +86,4 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
     reduce_mean, reduce_min, reduce_prod, reduce_sum,
 )
 from dtf.ops.gradients import gradients  # noqa: F401,E402
+from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402

@@ -23,7 +23,8 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "softplus", "softsign", "sigmoi
            "softmax", "log_softmax", "bias_add", "xw_plus_b", "l2_loss", "dropout",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "conv2d", "conv2d_transpose", "max_pool", "avg_pool", "moments", "in_top_k"]
+           "conv2d", "conv2d_transpose", "max_pool", "avg_pool", "moments", "in_top_k",
+           "l2_normalize"]
 
 
 def _shape_error(attrs, inputs, rule):
@@ -135,6 +136,24 @@ def softmax(logits, axis=None, name=None, dim=None):
 
 def log_softmax(logits, axis=None, name=None, dim=None):
     return _softmax("LogSoftmax", logits, _axis_lookup(axis, dim), name)
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)), computed as -softplus(-x) so that it stays finite for large |x|."""
+    with _ops.name_scope(name, "LogSigmoid", [x]):
+        x = convert(x, "x")
+        return -softplus(-x)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """x / sqrt(max(sum(x**2, axis), epsilon)), as TF's tf.nn.l2_normalize."""
+    from .reduction_ops import reduce_sum
+
+    axis = _axis_lookup(axis, dim) if axis is not None or dim is not None else None
+    with _ops.name_scope(name, "l2_normalize", [x]):
+        x = convert(x, "x")
+        square_sum = reduce_sum(math_ops.square(x), axis, keepdims=True)
+        return x * math_ops.rsqrt(math_ops.maximum(square_sum, math_ops.cast(epsilon, x.dtype)))
 
 
 # -- bias_add, l2_loss ----------------------------------------------------------------------------

@@ -107,6 +107,36 @@ def count_nonzero(input_tensor, axis=None, keepdims=False, dtype=dtypes.int64, n
         return reduce_sum(math_ops.cast(nz, dtype), axis, keepdims=keepdims)  # noqa: F821
 
 
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The variance over ``axis`` (TF's tf.math.reduce_variance: the population variance,
+    the mean of the squared deviations from the mean)."""
+    from . import math_ops
+
+    with _ops.name_scope(name, "reduce_variance", [input_tensor]):
+        x = convert(input_tensor)
+        if not x.dtype.is_floating:
+            raise TypeError(f"Input must be a floating point type, got {x.dtype.name}")
+        mean = reduce_mean(x, axis, keepdims=True)  # noqa: F821
+        return reduce_mean(math_ops.square(x - mean), axis, keepdims=keepdims)  # noqa: F821
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """The standard deviation over ``axis``: the square root of ``reduce_variance``."""
+    from . import math_ops
+
+    with _ops.name_scope(name, "reduce_std", [input_tensor]):
+        return math_ops.sqrt(reduce_variance(input_tensor, axis, keepdims=keepdims))
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    """sqrt(sum(x**2)) over ``axis``."""
+    from . import math_ops
+
+    with _ops.name_scope(name, "reduce_euclidean_norm", [input_tensor]):
+        x = convert(input_tensor)
+        return math_ops.sqrt(reduce_sum(math_ops.square(x), axis, keepdims=keepdims))  # noqa: F821
+
+
 @register_op("ArgMax")
 def _argmax_infer(inputs, attrs):
     return _arg_infer(inputs, attrs)

@@ -334,3 +334,56 @@ def test_converted_inputs_are_named_inside_the_op_scope_as_in_tf():
     assert named.op.name == "y" and named.op.inputs[1].op.name == "y/y"
     assert default.op.name == "Mul" and default.op.inputs[1].op.name == "Mul/y"
     assert inc.op.name == "inc" and inc.op.inputs[1].op.name == "inc/value"
+
+
+# -- tf.math ---------------------------------------------------------------------------
+def test_tf_math_names_the_same_functions_as_the_top_level_and_nn():
+    for name in ("log", "exp", "reduce_sum", "reduce_mean", "argmax", "squared_difference",
+                 "logical_and", "unsorted_segment_sum", "count_nonzero"):
+        assert getattr(tf.math, name) is getattr(tf, name), name
+    for name in ("softmax", "log_softmax", "softplus", "in_top_k", "l2_normalize"):
+        assert getattr(tf.math, name) is getattr(tf.nn, name), name
+    assert tf.math.divide_no_nan is tf.div_no_nan
+    assert tf.math.log_sigmoid is tf.log_sigmoid
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ([0, 1], False)])
+def test_variance_std_and_euclidean_norm_match_numpy(axis, keepdims):
+    x = RNG.normal(size=(4, 5)).astype(np.float32)
+    np_axis = None if axis is None else tuple(np.atleast_1d(axis))
+    var, std, norm = run([tf.math.reduce_variance(x, axis, keepdims=keepdims),
+                          tf.math.reduce_std(x, axis, keepdims=keepdims),
+                          tf.math.reduce_euclidean_norm(x, axis, keepdims=keepdims)])
+    np.testing.assert_allclose(var, np.var(x, axis=np_axis, keepdims=keepdims), rtol=1e-5)
+    np.testing.assert_allclose(std, np.std(x, axis=np_axis, keepdims=keepdims), rtol=1e-5)
+    np.testing.assert_allclose(norm, np.sqrt(np.sum(x * x, axis=np_axis, keepdims=keepdims)),
+                               rtol=1e-5)
+    assert var.dtype == np.float32
+
+
+def test_variance_of_integers_is_refused_as_tf_does():
+    with pytest.raises(TypeError, match="floating point"):
+        tf.math.reduce_variance(tf.constant([1, 2, 3]))
+
+
+def test_log_sigmoid_and_l2_normalize_match_numpy_and_stay_finite():
+    x = np.array([[-300.0, -2.0, 0.0], [1.5, 3.0, 300.0]], np.float32)
+    log_sig, unit_rows, unit_all, zeros = run([
+        tf.math.log_sigmoid(x), tf.nn.l2_normalize(x, axis=1), tf.nn.l2_normalize(x),
+        tf.nn.l2_normalize(tf.zeros([3]), 0)])
+    np.testing.assert_allclose(log_sig, -np.logaddexp(0, -x.astype(np.float64)), rtol=1e-6,
+                               atol=1e-7)  # float32 underflows to -0 at x = 300
+    assert np.isfinite(log_sig).all()
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(unit_rows, x64 / np.linalg.norm(x64, axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(unit_all, x64 / np.linalg.norm(x64), rtol=1e-6)
+    np.testing.assert_array_equal(zeros, [0, 0, 0])  # epsilon keeps a zero vector finite
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: tf.math.reduce_variance(x, 1), lambda x: tf.math.reduce_std(x, 0),
+    lambda x: tf.math.reduce_euclidean_norm(x), lambda x: tf.math.log_sigmoid(x),
+    lambda x: tf.nn.l2_normalize(x, 1),
+], ids=["variance", "std", "euclidean_norm", "log_sigmoid", "l2_normalize"])
+def test_composite_math_gradients(build):
+    check_gradient(build, [RNG.uniform(0.5, 2.0, size=(3, 4))])

@@ -1,0 +1,20 @@
+"""tf.math: TF 1.x's math namespace. The same functions as at the top level and in tf.nn
+(tf.math.log is tf.log), plus those TF keeps here: divide_no_nan, log_sigmoid,
+l2_normalize, reduce_variance, reduce_std and reduce_euclidean_norm."""
+from dtf.ops.math_ops import (  # noqa: F401
+    abs, acos, add, add_n, asin, atan, atan2, ceil, cos, cosh, divide, equal, erf, exp,
+    expm1, floor, floordiv, floormod, greater, greater_equal, is_finite, is_inf, is_nan, less,
+    less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor, maximum,
+    minimum, mod, multiply, negative, not_equal, pow, reciprocal, round, rsqrt, scalar_mul,
+    sigmoid, sign, sin, sinh, sqrt, square, squared_difference, subtract, tan, tanh, truediv,
+)
+from dtf.ops.math_ops import div_no_nan as divide_no_nan  # noqa: F401
+from dtf.ops.reduction_ops import (  # noqa: F401
+    argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_euclidean_norm,
+    reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum,
+    reduce_variance,
+)
+from dtf.ops.array_ops import invert_permutation, unsorted_segment_sum  # noqa: F401
+from dtf.ops.nn_ops import (  # noqa: F401
+    in_top_k, l2_normalize, log_sigmoid, log_softmax, softmax, softplus, softsign,
+)

@@ -162,6 +162,36 @@ def bind_endpoints(address: str) -> list:
     return [tcp_endpoint(address)] + ([f"ipc://@{_IPC_PREFIX}{port}"] if port is not None else [])
 
 
+def _wait_released(endpoints, limit_s=2.0):
+    """Waits (a bounded while) until each endpoint a stopped server bound can be bound
+    again: ZeroMQ closes a listener on its own I/O thread after the socket's close()
+    returns, so a task restarted at once on the same port could find it still taken."""
+    deadline = time.monotonic() + limit_s
+    for endpoint in endpoints:
+        while not _bindable(endpoint) and time.monotonic() < deadline:
+            time.sleep(0.002)
+
+
+def _bindable(endpoint: str) -> bool:
+    scheme, _, where = endpoint.partition("://")
+    if scheme == "ipc":  # an abstract name, "@name"
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        target = "\0" + where[1:]
+    else:
+        host, _, port = where.rpartition(":")
+        host = "" if host in _ALL_INTERFACES else host.strip("[]")
+        probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZeroMQ binds
+        target = (host, int(port))
+    try:
+        probe.bind(target)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
 def max_frame_bytes(max_message_bytes: int) -> int:
     """The largest frame a task reads (ZeroMQ drops a peer that sends a larger one, without
     an answer): twice its message limit, and never less than the largest frame a dtf sender
@@ -500,8 +530,9 @@ class ServerLoop:
         self._router.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes(self._max_bytes))
         if security is not None:
             security.configure_server(self._router)
+        self._endpoints = bind_endpoints(address)
         try:
-            for endpoint in bind_endpoints(address):
+            for endpoint in self._endpoints:
                 self._router.bind(endpoint)
         except zmq.ZMQError as e:
             self._router.close(0)
@@ -875,11 +906,11 @@ class ServerLoop:
         self._stopping = True
         if not self._thread.is_alive():  # never started: nothing to wake
             self._close_sockets()
-            self._pool.shutdown()
-            return
-        self._wakeup.wake()
-        self._thread.join(5)
+        else:
+            self._wakeup.wake()
+            self._thread.join(5)
         self._pool.shutdown()
+        _wait_released(self._endpoints)
 
     def _close_sockets(self):
         self._router.close(0)

@@ -138,7 +138,8 @@ class MasterSession:
     def _run_graph_messages(self, sp, feeds, timeout_ms, trace):
         step_id = random.getrandbits(62)
         msgs = [{"type": "RunGraph", "handle": p.handle, "step_id": step_id,
-                 "incarnation": p.incarnation, "feeds": {n: feeds[n] for n in p.feeds} if p.feeds else {},
+                 "incarnation": p.incarnation,
+                 "feeds": {n: feeds[n] for n in p.feeds} if p.feeds else {},
                  "fetches": list(p.fetches), "timeout_ms": timeout_ms, "trace": trace,
                  "task_partitions": n_parts}
                 for p, n_parts in zip(sp.parts, sp.task_partitions)]

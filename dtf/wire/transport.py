@@ -690,7 +690,7 @@ class ServerLoop:
                     self._take_outbox()
                 elif sock == listener_fd:
                     self._accept_lanes()
-                else:  # zmq_poll names a lane by its descriptor
+                else:  # the poller names a lane by its descriptor
                     ln = lanes.get(sock)
                     if ln is not None:
                         (served if ln.ident else replied).append((ln, ev))
@@ -928,9 +928,8 @@ class _Responder:
     """``respond(reply dict | None | exception)`` for one request, from any thread: the I/O
     thread sends at once, others through the loop's outbox (``send_from_thread``).
     ``respond.early(header)`` sends a message ahead of the reply (``interim``, with the
-    request's id): the requester
-    reads it on the connection it awaits the reply on (RunGraph's tensors for the
-    requester's own task, see Client.receive's ``on_interim``)."""
+    request's id): the requester reads it on the connection it awaits the reply on
+    (RunGraph's tensors for the requester's own task, see Client.receive's ``on_interim``)."""
 
     __slots__ = ("_loop", "_ident", "_rid", "_msg")
 

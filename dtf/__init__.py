@@ -42,7 +42,7 @@ from dtf.ops.math_ops import (  # noqa: F401
     logical_or, logical_xor, maximum, minimum, mod, multiply, negative, not_equal, pow,
     realdiv, reciprocal, round, rsqrt, saturate_cast, scalar_mul, sigmoid, sign, sin, sinh,
     sqrt, square, squared_difference, subtract, tan, tanh, to_double, to_float, to_int32,
-    to_int64, truediv, truncatediv, truncatemod, where, where_v2,
+    to_int64, truediv, truncatediv, truncatemod, where, where_v2, cumsum, cumprod,
 )
 
 newaxis = None

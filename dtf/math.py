@@ -1,8 +1,10 @@
 """tf.math: TF 1.x's math namespace. The same functions as at the top level and in tf.nn
-(tf.math.log is tf.log), plus those TF keeps here: divide_no_nan, log_sigmoid,
-l2_normalize, reduce_variance, reduce_std and reduce_euclidean_norm."""
+(tf.math.log is tf.log, tf.math.top_k is tf.nn.top_k), plus those TF keeps here:
+divide_no_nan, log_sigmoid, l2_normalize, reduce_variance, reduce_std and
+reduce_euclidean_norm."""
 from dtf.ops.math_ops import (  # noqa: F401
-    abs, acos, add, add_n, asin, atan, atan2, ceil, cos, cosh, divide, equal, erf, exp,
+    abs, acos, add, add_n, asin, atan, atan2, ceil, cos, cosh, cumprod, cumsum, divide, equal,
+    erf, exp,
     expm1, floor, floordiv, floormod, greater, greater_equal, is_finite, is_inf, is_nan, less,
     less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor, maximum,
     minimum, mod, multiply, negative, not_equal, pow, reciprocal, round, rsqrt, scalar_mul,
@@ -16,5 +18,5 @@ from dtf.ops.reduction_ops import (  # noqa: F401
 )
 from dtf.ops.array_ops import invert_permutation, unsorted_segment_sum  # noqa: F401
 from dtf.ops.nn_ops import (  # noqa: F401
-    in_top_k, l2_normalize, log_sigmoid, log_softmax, softmax, softplus, softsign,
+    in_top_k, l2_normalize, log_sigmoid, log_softmax, softmax, softplus, softsign, top_k,
 )

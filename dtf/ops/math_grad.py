@@ -6,6 +6,23 @@ from dtf.framework.op_registry import NotDifferentiable, RegisterGradient
 from . import array_ops, math_ops, reduction_ops
 
 
+@RegisterGradient("Cumsum")
+def _cumsum_grad(op, grad):
+    # Each input feeds the sums after it (before it, reversed): sum the gradient the other way.
+    return [math_ops.cumsum(grad, op.inputs[1], exclusive=op.get_attr("exclusive"),
+                            reverse=not op.get_attr("reverse")), None]
+
+
+@RegisterGradient("Cumprod")
+def _cumprod_grad(op, grad):
+    # TF's rule (it divides by x, so it is not defined where x is 0, as in TF).
+    x, axis = op.inputs
+    exclusive, reverse = op.get_attr("exclusive"), op.get_attr("reverse")
+    prod = math_ops.cumprod(x, axis, exclusive=exclusive, reverse=reverse)
+    out = math_ops.cumsum(prod * grad, axis, exclusive=exclusive, reverse=not reverse)
+    return [out / x, None]
+
+
 
 
 def _binary_grads(op, gx, gy):

@@ -10,7 +10,8 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import register_op
 from dtf.framework.tensor_shape import broadcast_shapes
-from .common import bool_broadcast_infer, broadcast_infer, convert, convert_same, fmt_shape, same_as_input
+from .common import (bool_broadcast_infer, broadcast_infer, const_value, convert, convert_same, fmt_shape,
+                     same_as_input)
 
 # (public function name, op type)
 UNARY_OPS = [
@@ -288,8 +289,41 @@ def where_v2(condition, x=None, y=None, name=None):
 
 from . import math_grad  # noqa: E402,F401  (registers the gradients)
 
+def _scan_infer(inputs, attrs):
+    x, axis = inputs
+    a, nd = const_value(axis), x.shape.ndims
+    if a is not None and nd is not None and not -nd <= int(a) < nd:
+        raise ValueError(f"axis {int(a)} is out of range for a tensor of rank {nd} in "
+                         f"'{attrs.get('_op_name', '')}' with input shapes: {fmt_shape(x.shape)}")
+    return [(x.dtype, x.shape)]
+
+
+register_op("Cumsum")(_scan_infer)
+register_op("Cumprod")(_scan_infer)
+
+
+def _scan(op_type, x, axis, exclusive, reverse, name):
+    with _ops.name_scope(name, op_type, [x]) as scope:
+        x = convert(x, "x")
+        axis = convert(axis, "axis", hint=dtypes.int32)
+        return _ops.make_tensor(op_type, [x, axis], {"T": x.dtype, "Tidx": axis.dtype,
+                                                     "exclusive": bool(exclusive),
+                                                     "reverse": bool(reverse)}, name=scope)
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Running sums along ``axis``; ``exclusive`` leaves each element out of its own sum
+    (the first is 0), ``reverse`` sums from the end."""
+    return _scan("Cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Running products along ``axis`` (``exclusive``, ``reverse`` as in ``cumsum``)."""
+    return _scan("Cumprod", x, axis, exclusive, reverse, name)
+
+
 __all__ = sorted(
     [fn for fn, *_ in UNARY_OPS + BINARY_OPS + COMPARISON_OPS + LOGICAL_OPS]
     + ["floor_div", "mod", "truediv", "divide", "div", "scalar_mul", "cast",
        "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "add_n", "accumulate_n",
-       "where", "where_v2"])
+       "where", "where_v2", "cumsum", "cumprod"])

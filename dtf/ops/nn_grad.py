@@ -9,6 +9,21 @@ from dtf.framework.op_registry import NotDifferentiable, RegisterGradient
 from . import array_ops, math_ops, reduction_ops
 from .nn_ops import ACTIVATIONS, log_softmax, softmax
 
+
+@RegisterGradient("TopKV2")
+def _top_k_grad(op, grad_values, grad_indices):
+    """Each value's gradient goes back to the input entry it was taken from."""
+    x, indices = op.inputs[0], op.outputs[1]
+    in_shape = array_ops.shape(x)
+    columns = array_ops.gather(in_shape, array_ops.size(in_shape) - 1)
+    k = array_ops.gather(array_ops.shape(indices), array_ops.rank(indices) - 1)
+    rows = array_ops.reshape(indices, array_ops.stack([-1, k]))
+    offsets = array_ops.expand_dims(array_ops.range(0, array_ops.shape(rows)[0]) * columns, 1)
+    flat = array_ops.reshape(rows + offsets, [-1])
+    scattered = array_ops.unsorted_segment_sum(array_ops.reshape(grad_values, [-1]), flat,
+                                               array_ops.size(x))
+    return [array_ops.reshape(scattered, in_shape), None]
+
 NotDifferentiable("InTopKV2")
 
 

@@ -6,6 +6,7 @@ raises ValueError naming the op and its input shapes, as TF does at graph constr
 """
 from __future__ import annotations
 
+import collections
 import numbers
 
 import numpy as np
@@ -16,7 +17,7 @@ from dtf.framework.op_registry import register_op
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from dtf.kernels.reference.nn import window_geometry
 from . import array_ops, math_ops, reduction_ops
-from .common import convert, fmt_shape, same_as_input, shape_from_tensor
+from .common import const_value, convert, fmt_shape, same_as_input, shape_from_tensor
 from .math_ops import sigmoid, tanh
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "softplus", "softsign", "sigmoid", "tanh",
@@ -24,7 +25,7 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "softplus", "softsign", "sigmoi
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "conv2d", "conv2d_transpose", "max_pool", "avg_pool", "moments", "in_top_k",
-           "l2_normalize"]
+           "l2_normalize", "top_k"]
 
 
 def _shape_error(attrs, inputs, rule):
@@ -576,6 +577,34 @@ def in_top_k(predictions, targets, k, name=None):
         k = convert(k, "k", dtype=targets.dtype)
         return _ops.make_tensor("InTopKV2", [predictions, targets, k], {"T": targets.dtype},
                                 name=name or "InTopKV2")
+
+
+def _top_k_infer(inputs, attrs):
+    x, k = inputs
+    dims = _dims(x, 1, attrs, inputs, exact=False)
+    _dims(k, 0, attrs, inputs)
+    kv = const_value(k)
+    if kv is not None and (int(kv) < 0 or dims is not None and dims[-1] is not None
+                           and int(kv) > dims[-1]):
+        raise _shape_error(attrs, inputs, f"input must have at least k={int(kv)} columns")
+    if dims is None:
+        return [(x.dtype, unknown_shape()), (dtypes.int32, unknown_shape())]
+    shape = TensorShape(dims[:-1] + [None if kv is None else int(kv)])
+    return [(x.dtype, shape), (dtypes.int32, shape)]
+
+
+_register("TopKV2", _top_k_infer)
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
+    """The ``k`` largest entries of each last-axis row and their indices, largest first
+    (equal values: the lower index first). Always sorted, which ``sorted=False`` allows."""
+    with _ops.name_scope(name, "TopKV2", [input, k]) as scope:
+        x = convert(input, "input")
+        k = convert(k, "k", dtype=dtypes.int32)
+        op = _ops.make_op("TopKV2", [x, k], {"T": x.dtype, "sorted": bool(sorted)}, name=scope)
+        return TopKV2(*op.outputs)
 
 
 from . import nn_grad  # noqa: E402,F401  (registers the gradients)

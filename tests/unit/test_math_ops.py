@@ -387,3 +387,33 @@ def test_log_sigmoid_and_l2_normalize_match_numpy_and_stay_finite():
 ], ids=["variance", "std", "euclidean_norm", "log_sigmoid", "l2_normalize"])
 def test_composite_math_gradients(build):
     check_gradient(build, [RNG.uniform(0.5, 2.0, size=(3, 4))])
+
+
+def _np_scan(fn, identity, x, axis, exclusive, reverse):
+    src = np.flip(x, axis) if reverse else x
+    out = fn(src, axis=axis)
+    if exclusive:
+        out = np.concatenate([np.full_like(np.take(out, [0], axis=axis), identity),
+                              np.delete(out, -1, axis=axis)], axis=axis)
+    return np.flip(out, axis) if reverse else out
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cumsum_and_cumprod_match_numpy(axis, exclusive, reverse):
+    x = RNG.uniform(0.5, 2.0, size=(3, 4)).astype(np.float32)
+    got_sum, got_prod = run([tf.cumsum(x, axis, exclusive=exclusive, reverse=reverse),
+                             tf.math.cumprod(x, axis, exclusive=exclusive, reverse=reverse)])
+    np.testing.assert_allclose(got_sum, _np_scan(np.cumsum, 0, x, axis, exclusive, reverse), rtol=1e-5)
+    np.testing.assert_allclose(got_prod, _np_scan(np.cumprod, 1, x, axis, exclusive, reverse), rtol=1e-5)
+    assert got_sum.dtype == np.float32
+    check_gradient(lambda t: tf.cumsum(t, axis, exclusive=exclusive, reverse=reverse), [x])
+    check_gradient(lambda t: tf.cumprod(t, axis, exclusive=exclusive, reverse=reverse), [x])
+
+
+def test_cumsum_keeps_integer_dtypes_and_refuses_a_bad_axis():
+    assert run(tf.cumsum(tf.constant([1, 2, 3]))).tolist() == [1, 3, 6]
+    assert run(tf.cumsum(tf.constant([1, 2, 3]))).dtype == np.int32
+    with pytest.raises(ValueError, match="out of range"):
+        tf.cumsum(tf.zeros([2, 3]), axis=2)

@@ -362,3 +362,26 @@ def test_in_top_k():
     assert t.op.type == "InTopKV2" and t.dtype == tf.bool
     # Row 1: 0.3 ties with another 0.3 at the boundary, so both count as in the top 2.
     np.testing.assert_array_equal(run(t), [True, True, True, False])
+
+
+def test_top_k_takes_the_largest_first_and_ties_by_lower_index():
+    x = np.array([[1.0, 5.0, 3.0, 5.0], [2.0, -1.0, 9.0, 0.5]], np.float32)
+    values, indices = tf.nn.top_k(x, 3)
+    assert values.shape.as_list() == [2, 3] and indices.dtype == tf.int32
+    got_values, got_indices = run([values, indices])
+    np.testing.assert_array_equal(got_indices, [[1, 3, 2], [2, 0, 3]])
+    np.testing.assert_array_equal(got_values, [[5, 5, 3], [9, 2, 0.5]])
+    assert tf.math.top_k is tf.nn.top_k
+    batched = np.random.default_rng(1).normal(size=(2, 3, 6)).astype(np.float32)
+    got = run(tf.nn.top_k(batched, 6).values)
+    np.testing.assert_array_equal(got, -np.sort(-batched, axis=-1))
+
+
+def test_top_k_gradient_reaches_the_entries_taken():
+    x = np.random.default_rng(2).permutation(12).reshape(3, 4).astype(np.float64) / 4
+    check_gradient(lambda t: tf.nn.top_k(t, 2).values * tf.constant([[1.0, 3.0]], tf.float64), [x])
+
+
+def test_top_k_refuses_more_than_a_row_holds():
+    with pytest.raises(ValueError, match="at least k=5 columns"):
+        tf.nn.top_k(tf.zeros([2, 4]), 5)

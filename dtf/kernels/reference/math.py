@@ -97,3 +97,31 @@ def _batch_mat_mul(attrs, x, y):
     if x.ndim < 2 or y.ndim < 2:
         raise ValueError(f"In[0] and In[1] must have rank >= 2: {list(x.shape)}, {list(y.shape)}")
     return _matmul(x, y, attrs["adj_x"], attrs["adj_y"])
+
+
+def _scan(accumulate, identity, attrs, x, axis):
+    """Cumsum / Cumprod with TF's ``exclusive`` and ``reverse``."""
+    nd, a = x.ndim, int(np.asarray(axis))
+    if not -nd <= a < nd:
+        raise ValueError(f"axis {a} is out of range for a tensor of rank {nd}")
+    a %= nd
+    src = np.flip(x, a) if attrs.get("reverse") else x
+    out = accumulate(src, axis=a, dtype=x.dtype)
+    if attrs.get("exclusive"):
+        shifted = np.empty_like(out)
+        head, tail, body = ([slice(None)] * nd for _ in range(3))
+        head[a], tail[a], body[a] = slice(0, 1), slice(1, None), slice(0, -1)
+        shifted[tuple(head)] = identity
+        shifted[tuple(tail)] = out[tuple(body)]
+        out = shifted
+    return np.ascontiguousarray(np.flip(out, a)) if attrs.get("reverse") else out
+
+
+@reference("Cumsum")
+def _cumsum(attrs, x, axis):
+    return _scan(np.cumsum, 0, attrs, x, axis)
+
+
+@reference("Cumprod")
+def _cumprod(attrs, x, axis):
+    return _scan(np.cumprod, 1, attrs, x, axis)

@@ -322,3 +322,18 @@ def avg_pool_grad(attrs, orig_input_shape, dy):
     for _, view in _windows(dxp, *out_hw, *k_hw, attrs["strides"]):
         view += share.astype(dy.dtype)
     return _pad_to(_crop(dxp, before, shape), (0, 0), shape)
+
+
+@reference("TopKV2")
+def _top_k(attrs, x, k):
+    k = int(k)
+    if x.ndim < 1:
+        raise ValueError(f"input must be at least 1-dimensional, got shape {list(x.shape)}")
+    n = x.shape[-1]
+    if not 0 <= k <= n:
+        raise ValueError(f"input must have at least k={k} columns, has {n}")
+    # Largest first, equal values by lower index: a stable ascending sort of the reversed
+    # row, read backwards.
+    order = np.argsort(np.flip(x, -1), axis=-1, kind="stable")[..., ::-1][..., :k]
+    indices = (n - 1 - order).astype(np.int32)
+    return np.take_along_axis(x, indices, axis=-1), indices

@@ -4,11 +4,11 @@ divide_no_nan, log_sigmoid, l2_normalize, reduce_variance, reduce_std and
 reduce_euclidean_norm."""
 from dtf.ops.math_ops import (  # noqa: F401
     abs, acos, add, add_n, asin, atan, atan2, ceil, cos, cosh, cumprod, cumsum, divide, equal,
-    erf, exp,
-    expm1, floor, floordiv, floormod, greater, greater_equal, is_finite, is_inf, is_nan, less,
-    less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor, maximum,
-    minimum, mod, multiply, negative, not_equal, pow, reciprocal, round, rsqrt, scalar_mul,
-    sigmoid, sign, sin, sinh, sqrt, square, squared_difference, subtract, tan, tanh, truediv,
+    erf, exp, expm1, floor, floordiv, floormod, greater, greater_equal, is_finite, is_inf,
+    is_nan, less, less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor,
+    maximum, minimum, mod, multiply, negative, not_equal, pow, reciprocal, round, rsqrt,
+    scalar_mul, sigmoid, sign, sin, sinh, sqrt, square, squared_difference, subtract, tan,
+    tanh, truediv,
 )
 from dtf.ops.math_ops import div_no_nan as divide_no_nan  # noqa: F401
 from dtf.ops.reduction_ops import (  # noqa: F401

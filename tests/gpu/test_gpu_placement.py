@@ -141,3 +141,23 @@ def test_status_reports_gpus_and_placement_uses_them():
     with pytest.raises(tf.errors.InvalidArgumentError, match="task:0 has 0 GPU"):
         place([NodeDef("m", "MatMul", [], [], "/job:w/task:0/device:GPU:0", {"T": tf.float32},
                        [tf.float32])], view)
+
+
+def test_ops_without_a_cuda_kernel_run_on_the_host_inside_a_gpu_partition():
+    """Cumsum, Cumprod and TopKV2 run their CPU kernel on a GPU device (inputs copied to
+    the host); the GPU kernels around them take and give device arrays as usual."""
+    tf.reset_default_graph()
+    x = np.array([[1.0, 4.0, 2.0], [3.0, 0.5, 5.0]], np.float32)
+    with tf.device("/gpu:0"):
+        t = tf.constant(x) * 2.0
+        scanned = tf.cumsum(t, 1, exclusive=True) + tf.cumprod(t, 0, reverse=True)
+        values, indices = tf.nn.top_k(t, 2)
+        out = values * 3.0
+    with tf.Session() as sess:
+        got_scan, got_out, got_idx = sess.run([scanned, out, indices])
+    t2 = x * 2
+    want_scan = np.concatenate([np.zeros((2, 1)), np.cumsum(t2, 1)[:, :-1]], 1) + \
+        np.flip(np.cumprod(np.flip(t2, 0), 0), 0)
+    np.testing.assert_allclose(got_scan, want_scan, rtol=1e-6)
+    np.testing.assert_array_equal(got_idx, [[1, 2], [2, 0]])
+    np.testing.assert_allclose(got_out, [[24.0, 12.0], [30.0, 18.0]])

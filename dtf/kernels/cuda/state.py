@@ -4,6 +4,7 @@ Variables live in the task's ResourceManager as host arrays whatever device thei
 placed on, so a model built under ``tf.device('/gpu:0')`` runs without soft placement:
 these kernels copy device inputs to the host and run the CPU kernel. Values the partition
 reads from a variable are copied to the device by the first GPU kernel that uses them.
+The scans and top_k have no CUDA kernel yet and run the same way (HOST_RUN_OPS).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from . import device as D
 HOST_OPS = ("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "ValueOrInitial",
             "RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomUniformInt",
             "RandomShuffle", "Multinomial", *UPDATES)
+HOST_RUN_OPS = ("Cumsum", "Cumprod", "TopKV2")
 
 
 def _on_host(op):
@@ -24,5 +26,5 @@ def _on_host(op):
     return factory
 
 
-for _op in HOST_OPS:
+for _op in HOST_OPS + HOST_RUN_OPS:
     register_kernel(_op, "GPU", label="host memory")(_on_host(_op))

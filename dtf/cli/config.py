@@ -118,6 +118,14 @@ class ClusterConfig:
                               f"0..{len(self.jobs[job]) - 1}; name one as {job}:N")
         return Task(job, int(index), self.jobs[job][int(index)])
 
+    def has_address(self, address: str) -> bool:
+        """Whether a task of this cluster serves ``address`` (localhost = 127.0.0.1)."""
+        try:
+            wanted = _normalized(address)
+        except ValueError:
+            return False
+        return any(_normalized(a) == wanted for addresses in self.jobs.values() for a in addresses)
+
     def cluster_dict(self) -> dict:
         """{job: [address, ...]}: what ClusterSpec and TF_CONFIG take."""
         return {job: list(addresses) for job, addresses in self.jobs.items()}

@@ -16,6 +16,7 @@ from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime import service as _service
 from dtf.wire import transport
+from . import cluster_keys
 from .config import DeviceStepStats, NodeExecStats, RunOptions
 
 log = logging.getLogger("dtf")
@@ -76,6 +77,7 @@ class _MasterChannel:
         self._client = None
         self._connected = False
         self._incarnation = None
+        self._keys = None  # cluster_keys.KeyChoice, chosen with the first remote call
 
     @property
     def service(self):
@@ -86,7 +88,8 @@ class _MasterChannel:
         if svc is not None:
             return svc.dispatch(msg)
         if self._client is None:
-            self._client = transport.Client()
+            self._keys = cluster_keys.for_target(self.address)
+            self._client = transport.Client(self._keys.keys)
         if not self._connected:
             self._wait_for_master(timeout_s)
         try:
@@ -111,6 +114,9 @@ class _MasterChannel:
                 self._connected = True
                 return
             except transport.Unreachable:
+                refused = cluster_keys.refusal(self.address, self._keys)
+                if refused:  # waiting longer cannot help: say what would
+                    raise errors.UnauthenticatedError(None, None, refused) from None
                 now = time.monotonic()
                 if now - start >= bound:
                     raise errors.UnavailableError(

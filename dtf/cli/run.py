@@ -14,16 +14,18 @@ from typing import List, Optional
 import typer
 from rich.text import Text
 
+from dtf.cli import complete
 from dtf.cli.console import ConfigOption, console, fail, load_config
 
 
 def run(script: str = typer.Argument(..., help="The job script (a Python file)."),
         args: Optional[List[str]] = typer.Argument(None, help="Arguments for the script."),
         on: str = typer.Option("worker", "--on", metavar="JOB|JOB:N",
-                               help="Run once per task of JOB, or only on task JOB:N."),
+                               help="Run once per task of JOB, or only on task JOB:N.",
+                               autocompletion=complete.jobs_and_task_names),
         config: ConfigOption = None,
         timeout: float = typer.Option(30.0, help="Seconds to wait for the cluster to come up.")):
-    """Run a job script once per task of a job (between-graph replication)."""
+    """Run a script once per task of a job (between-graph replication)."""
     from dtf.cli import keys, probe
     from dtf.cli.up import bring_up
 
@@ -43,17 +45,17 @@ def run(script: str = typer.Argument(..., help="The job script (a Python file)."
 
 
 def _targets(cfg, on: str) -> list:
-    from dtf.cli.config import ConfigError
+    from rich.markup import escape
+
+    from dtf.cli.config import TaskNameError
 
     job = on.partition(":")[0]
-    if job not in cfg.jobs:
-        fail(f"--on {on}: no job {job!r} in {cfg.path} (jobs: {', '.join(sorted(cfg.jobs))})", 2)
-    if ":" not in on:
+    if job in cfg.jobs and ":" not in on:
         return [t for t in cfg.tasks() if t.job == job]
     try:
         return [cfg.task(on)]
-    except ConfigError as e:
-        fail(f"--on {on}: {e}", 2)
+    except TaskNameError as e:
+        fail(f"--on {escape(on)}: {escape(str(e))}", 2)
 
 
 def _tf_config(cfg, task) -> str:

@@ -12,7 +12,7 @@ from dtf.cli.console import ConfigOption, console, duration, load_config
 def status(config: ConfigOption = None,
            as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
            timeout: float = typer.Option(2.0, help="Seconds to wait for each task's answer.")):
-    """Show every task of the cluster: up or down, pid, uptime, memory, steps served."""
+    """Show every task: up or down, pid, uptime, memory, steps served."""
     from dtf.cli import keys
 
     cfg = load_config(config)

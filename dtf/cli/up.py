@@ -10,7 +10,7 @@ from dtf.cli.console import ConfigOption, console, fail, load_config
 
 def up(config: ConfigOption = None,
        timeout: float = typer.Option(30.0, help="Seconds to wait for every task to answer.")):
-    """Start the cluster's tasks in the background (those not already running)."""
+    """Start the tasks that are not running, in the background."""
     from dtf.cli import keys
 
     cfg = load_config(config)

@@ -1,0 +1,151 @@
+"""What a new user meets first, through the real CLI and real programs started by hand: a
+script finding the keys of the `dtf up` cluster it sits in, clear refusals, whole-or-nothing
+starts, argument errors, help and completion."""
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dtf.wire import security
+from tests.cluster.test_cli import REPO, TIMEOUT_S, cluster_dir, dtf, status_json  # noqa: F401
+
+pytestmark = pytest.mark.cluster
+
+BY_HAND = """\
+import sys
+import dtf as tf
+
+with tf.device("/job:worker/task:1"):
+    y = tf.constant(2) + 236
+with tf.Session("grpc://{address}") as sess:
+    print("answer", sess.run(y))
+"""
+
+MONITORED = """\
+import dtf as tf
+
+with tf.device("/job:ps/task:0"):
+    step = tf.train.get_or_create_global_step()
+with tf.device("/job:worker/task:0"):
+    bump = tf.assign_add(step, 1)
+with tf.train.MonitoredTrainingSession(master="grpc://{address}", is_chief=True) as sess:
+    print("step", sess.run(bump))
+"""
+
+
+def _addresses(directory):
+    text = (directory / "cluster.toml").read_text()
+    return [part.split('"')[0] for part in text.split('"127.0.0.1:')[1:]]
+
+
+def _python(script, cwd, env=None):
+    environ = {k: v for k, v in os.environ.items() if k != "DTF_CLUSTER_KEYS"}
+    return subprocess.run([sys.executable, str(script)], cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, env={**environ, **(env or {})})
+
+
+def test_a_script_run_by_hand_finds_the_keys_or_says_what_to_do(cluster_dir, tmp_path_factory):
+    assert dtf("up", cwd=cluster_dir).returncode == 0
+    worker0 = "127.0.0.1:" + _addresses(cluster_dir)[1]
+    script = cluster_dir / "by_hand.py"
+    script.write_text(BY_HAND.format(address=worker0))
+    below = cluster_dir / "sub" / "dir"
+    below.mkdir(parents=True)
+    for where in (cluster_dir, below):  # in or below the cluster's directory: its keys
+        r = _python(script, where)
+        assert r.returncode == 0 and "answer 238" in r.stdout, r.stderr
+
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    r = _python(script, elsewhere)  # no keys to be found: refused with what to do
+    assert r.returncode == 1
+    message = r.stderr.strip().splitlines()[-1]
+    assert message.startswith("dtf.framework.errors.UnauthenticatedError: ")
+    assert f"The task at {worker0} is encrypted" in message
+    assert "dtf run script.py" in message and "DTF_CLUSTER_KEYS" in message
+    assert "waiting for the master" not in r.stderr and "is its server running" not in r.stderr
+
+    other = elsewhere / "other.key"
+    security.ClusterKeys.generate().save(other)
+    monitored = cluster_dir / "monitored.py"
+    monitored.write_text(MONITORED.format(address=worker0))
+    for program in (script, monitored):  # other keys: refused, and never "wait longer"
+        r = _python(program, elsewhere, env={"DTF_CLUSTER_KEYS": str(other)})
+        assert r.returncode == 1
+        assert "UnauthenticatedError" in r.stderr and "encrypted with other cluster keys" in r.stderr
+        assert str(other) in r.stderr
+        assert "DTF_RECOVERY_TIMEOUT_S" not in r.stderr and "wait longer" not in r.stderr
+    r = _python(monitored, cluster_dir)
+    assert r.returncode == 0 and "step 1" in r.stdout, r.stderr
+
+
+def test_a_failed_up_starts_nothing_and_status_tells_squatters_from_wrong_keys(cluster_dir):
+    ps, worker0, worker1 = _addresses(cluster_dir)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(worker0)))
+        squatter.listen()
+        r = dtf("up", "--timeout", "20", cwd=cluster_dir)
+        assert r.returncode == 1
+        assert "worker:0" in r.stderr and "failed to start" in r.stderr
+        assert "Stopped again the tasks it had started (ps:0, worker:1)" in r.stderr
+        code, rows = status_json(cluster_dir)
+        assert code == 1 and all(row["state"] == "down" for row in rows.values())
+        assert rows["worker:0"]["reason"] == "not a dtf task: another program holds its port"
+        assert rows["ps:0"]["reason"] == rows["worker:1"]["reason"] == "nothing listens on its port"
+    assert not list((cluster_dir / ".dtf").glob("*.pid"))
+
+    assert dtf("up", cwd=cluster_dir).returncode == 0
+    key_file = cluster_dir / ".dtf" / "cluster.key"
+    real = key_file.read_text()
+    try:
+        security.ClusterKeys.generate().save(key_file)
+        code, rows = status_json(cluster_dir)
+        assert code == 1
+        assert {row["reason"] for row in rows.values()} == {"wrong cluster keys: a task encrypted with other keys"}
+    finally:
+        key_file.write_text(real)
+    assert status_json(cluster_dir)[0] == 0
+
+
+def test_task_arguments_are_blamed_on_the_argument(cluster_dir):
+    (cluster_dir / "job.py").write_text("print('hi')\n")
+    for args in (("logs", "ps:9"), ("run", "job.py", "--on", "worker:5"), ("logs", "chief:0")):
+        r = dtf(*args, cwd=cluster_dir)
+        assert r.returncode == 2, r.stderr
+        assert "Bad cluster config" not in r.stderr and "Traceback" not in r.stderr
+    r = dtf("logs", "ps:9", cwd=cluster_dir)
+    assert "no task 'ps:9'" in r.stderr and "ps:0" in r.stderr
+    r = dtf("run", "job.py", "--on", "worker:5", cwd=cluster_dir)
+    assert "--on worker:5: no task 'worker:5'" in r.stderr and "worker:0, worker:1" in r.stderr
+
+
+def test_short_help_version_and_uncut_descriptions(tmp_path):
+    from importlib.metadata import version
+
+    for flag in ("-h", "--help"):
+        r = dtf(flag, cwd=tmp_path)
+        assert r.returncode == 0 and "Usage: dtf" in r.stdout
+        commands = r.stdout.split("Commands:")[1]
+        assert "..." not in commands and commands.count("\n  ") == 7
+    r = dtf("--help", cwd=tmp_path)
+    assert "Show every task: up or down, pid, uptime, memory, steps served." in r.stdout
+    r = dtf("--version", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == f"dtf {version('dtf')}"
+    r = dtf("status", "-h", cwd=tmp_path)
+    assert r.returncode == 0 and "--json" in r.stdout
+
+
+def _complete(words: str, cwd):
+    line = f"dtf {words}"
+    env = {"_DTF_COMPLETE": "complete_bash", "COMP_WORDS": line,
+           "COMP_CWORD": str(len(line.split()) - (0 if line.endswith(" ") else 1))}
+    return dtf(cwd=cwd, env=env).stdout.split()
+
+
+def test_bash_completion_offers_the_tasks_of_cluster_toml(cluster_dir, tmp_path_factory):
+    assert _complete("logs ", cluster_dir) == ["ps:0", "worker:0", "worker:1"]
+    assert _complete("logs w", cluster_dir) == ["worker:0", "worker:1"]
+    assert _complete("run job.py --on ", cluster_dir) == ["ps", "ps:0", "worker", "worker:0", "worker:1"]
+    assert _complete("logs ", tmp_path_factory.mktemp("no_cluster")) == []

@@ -100,8 +100,11 @@ class Progress:
             return [f"[checkpoint] {task} wrote {message.get('path')} at global step {step}"]
         return []
 
-    def finished(self, name: str, code: int):
-        self._state[name] = "done" if code == 0 else f"failed ({code})"
+    def finished(self, name: str, code):
+        """``code``: the replica's exit code, or "stopped" (because another one failed)."""
+        if self._state.get(name, "running") == "stopped":
+            return
+        self._state[name] = code if isinstance(code, str) else "done" if code == 0 else f"failed ({code})"
 
     def _step_text(self) -> str:
         if self.global_step is None:

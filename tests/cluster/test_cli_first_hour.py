@@ -149,3 +149,36 @@ def test_bash_completion_offers_the_tasks_of_cluster_toml(cluster_dir, tmp_path_
     assert _complete("logs w", cluster_dir) == ["worker:0", "worker:1"]
     assert _complete("run job.py --on ", cluster_dir) == ["ps", "ps:0", "worker", "worker:0", "worker:1"]
     assert _complete("logs ", tmp_path_factory.mktemp("no_cluster")) == []
+
+
+FAILING_REPLICA = """\
+import json, os, sys, time
+
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+if index == 1:
+    print("worker 1 about to fail", flush=True)
+    raise ValueError("boom at step 3")
+print("worker 0 started", flush=True)
+deadline = time.monotonic() + float(os.environ["WORKER0_SECONDS"])
+while time.monotonic() < deadline:
+    time.sleep(0.05)
+print("worker 0 finished", flush=True)
+"""
+
+
+def test_a_failed_replica_is_announced_at_once_and_stops_the_others(cluster_dir):
+    (cluster_dir / "job.py").write_text(FAILING_REPLICA)
+    assert dtf("up", cwd=cluster_dir).returncode == 0
+    # Worker 0 would run far longer than the test's bound: only stopping it ends the run.
+    r = dtf("run", "job.py", cwd=cluster_dir, env={"WORKER0_SECONDS": "600"})
+    assert r.returncode == 1
+    assert "[worker:1] FAILED (exit code 1): ValueError: boom at step 3; its last lines:" in r.stdout
+    assert "[worker:1]   worker 1 about to fail" in r.stdout
+    assert "worker 0 finished" not in r.stdout
+    assert "replica worker:1 failed (exit code 1); stopped worker:0 (--keep-going" in r.stderr
+
+    r = dtf("run", "job.py", "--keep-going", cwd=cluster_dir, env={"WORKER0_SECONDS": "4"})
+    assert r.returncode == 1
+    announced = r.stdout.index("[worker:1] FAILED (exit code 1): ValueError: boom at step 3")
+    assert announced < r.stdout.index("[worker:0] worker 0 finished")  # not held until the end
+    assert "replica worker:1 failed (exit code 1)" in r.stderr and "stopped" not in r.stderr

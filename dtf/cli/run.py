@@ -125,8 +125,11 @@ class _Supervisor:
     def run(self) -> dict:
         open_streams = set(self.procs)
         while open_streams:
-            for message in self.collector.receive(50):
+            messages = self.collector.receive(50)
+            for message in messages:
                 self.show.lines(self.progress.update(message))
+            if messages:
+                self.show.reported()
             while True:
                 try:
                     name, line = self.lines.get_nowait()
@@ -202,15 +205,24 @@ class _LiveView:
     def failure(self, text):
         self._live.console.print(Text(text, style="bold red"))
 
+    def reported(self):
+        pass
+
     def refresh(self, final=False):
-        self._live.update(self._progress.table())
+        self._live.update(self._progress.table(self._live.console.width))
 
 
 class _PlainView:
-    """Plain lines (stdout is a file or a pipe): output, checkpoints, progress every few s."""
+    """Plain lines (stdout is a file or a pipe): output, checkpoints, progress every few s.
+
+    A progress line only follows news: reports that arrived after the replicas' last output
+    line. A replica's own last words ("final global step 1001") are newer than the last
+    report that got through (reports are rate-limited), so no stale "[progress] global
+    step 989" may come after them."""
 
     def __init__(self, progress):
         self._progress = progress
+        self._news = False
 
     def __enter__(self):
         return self
@@ -220,6 +232,7 @@ class _PlainView:
 
     def output(self, name, line):
         print(f"[{name}] {line}", flush=True)
+        self._news = False
 
     def lines(self, texts):
         for text in texts:
@@ -227,8 +240,14 @@ class _PlainView:
 
     def failure(self, text):
         print(text, flush=True)
+        self._news = False
+
+    def reported(self):
+        self._news = True
 
     def refresh(self, final=False):
+        if not self._news:
+            return
         line = self._progress.plain_line(time.monotonic(), force=final)
         if line:
             print(line, flush=True)

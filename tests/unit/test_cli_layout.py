@@ -54,3 +54,39 @@ def test_status_shows_more_columns_when_wider_and_json_rows_keep_everything():
         assert column in wide
     assert "2h01m" in wide and "1465 MiB" in wide
     assert max(len(line) for line in _render(status._table(cfg, ROWS, 100), 100)) <= 100
+
+
+def _progress():
+    from dtf.cli.live import Progress
+
+    progress = Progress(["worker:0", "worker:1"])
+    for t, step in enumerate((100, 250, 989)):
+        progress.update({"kind": "step", "task": "worker:0", "time": float(t), "global_step": step,
+                         "last_step": 1000, "local_step": step // 2})
+    return progress
+
+
+def test_live_table_title_on_one_line_and_checkpoint_path_shortened():
+    progress = _progress()
+    path = "/home/someone/experiments/2026-11-24/a-rather-long-run-name/checkpoints/model.ckpt-989"
+    progress.update({"kind": "checkpoint", "task": "worker:0", "path": path, "global_step": 989, "time": 2.0})
+    lines = _render(progress.table(80))
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].strip() == "global step 989 / 1000   444.5 steps/s"
+    caption = [line for line in lines if "last checkpoint" in line]
+    assert len(caption) == 1  # not wrapped
+    assert "…" in caption[0] and caption[0].strip().endswith("model.ckpt-989 (global step 989, by worker:0)")
+    assert caption[0].strip().startswith("last checkpoint: /home/")
+
+
+def test_plain_progress_never_follows_newer_replica_output(capsys):
+    from dtf.cli.run import _PlainView
+
+    view = _PlainView(_progress())
+    view.reported()
+    view.refresh()
+    view.output("worker:0", "final global step 1001")
+    view.refresh()
+    view.refresh(final=True)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["[progress] global step 989 / 1000, 444.5 steps/s", "[worker:0] final global step 1001"]

@@ -182,3 +182,22 @@ def test_a_failed_replica_is_announced_at_once_and_stops_the_others(cluster_dir)
     announced = r.stdout.index("[worker:1] FAILED (exit code 1): ValueError: boom at step 3")
     assert announced < r.stdout.index("[worker:0] worker 0 finished")  # not held until the end
     assert "replica worker:1 failed (exit code 1)" in r.stderr and "stopped" not in r.stderr
+
+
+def test_rerunning_the_example_says_why_nothing_trains(cluster_dir, tmp_path_factory):
+    example = str(REPO / "examples" / "between_graph_async.py")
+    checkpoints = tmp_path_factory.mktemp("checkpoints")
+    args = ("run", example, "--", "--last_step", "40", "--checkpoint_dir", str(checkpoints))
+    first = dtf(*args, cwd=cluster_dir, timeout=120)
+    assert first.returncode == 0 and "[worker:0] final global step 40" in first.stdout, first.stderr
+    again = dtf(*args, cwd=cluster_dir, timeout=120)
+    assert again.returncode == 0, again.stderr
+    for index in (0, 1):
+        assert (f"[worker:{index}] worker {index}: checkpoint in {checkpoints} is already at step 40 "
+                ">= last step 40; nothing to train: pass --checkpoint_dir or delete it") in again.stdout
+    # A fresh directory on the same cluster: whichever worker had nothing left says why.
+    fresh = dtf("run", example, "--", "--last_step", "40", "--checkpoint_dir",
+                str(tmp_path_factory.mktemp("fresh")), cwd=cluster_dir, timeout=120)
+    assert fresh.returncode == 0, fresh.stderr
+    for output in (first.stdout, again.stdout, fresh.stdout):
+        assert "global step None" not in output and "after 0 local steps" not in output

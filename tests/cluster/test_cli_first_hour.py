@@ -201,3 +201,33 @@ def test_rerunning_the_example_says_why_nothing_trains(cluster_dir, tmp_path_fac
     assert fresh.returncode == 0, fresh.stderr
     for output in (first.stdout, again.stdout, fresh.stdout):
         assert "global step None" not in output and "after 0 local steps" not in output
+
+
+FAILING_STEP = """\
+import dtf as tf
+
+x = tf.placeholder(tf.float32, name="x")
+with tf.device("/job:worker/task:0"):
+    y = tf.matmul(x, x, name="square")
+with tf.Session("grpc://{address}") as sess:
+    print(sess.run(y, {{x: [[1.0, 2.0], [3.0, 4.0]]}}).tolist())
+    try:
+        sess.run(y, {{x: [[1.0, 2.0, 3.0]]}})
+    except tf.errors.InvalidArgumentError as e:
+        print("failed as expected:", type(e).__name__)
+"""
+
+
+def test_a_task_log_names_failed_steps_and_counts_steps(cluster_dir):
+    assert dtf("up", cwd=cluster_dir).returncode == 0
+    worker0 = "127.0.0.1:" + _addresses(cluster_dir)[1]
+    (cluster_dir / "failing.py").write_text(FAILING_STEP.format(address=worker0))
+    r = _python(cluster_dir / "failing.py", cluster_dir)
+    assert r.returncode == 0 and "failed as expected: InvalidArgumentError" in r.stdout, r.stderr
+    assert dtf("down", cwd=cluster_dir).returncode == 0  # a stopping task sums up its steps
+    log = dtf("logs", "worker:0", cwd=cluster_dir).stdout
+    failed = [line for line in log.splitlines() if " WARNING " in line]
+    assert len(failed) == 1, log
+    assert "/job:worker/replica:0/task:0: a step of session" in failed[0]
+    assert "failed at op 'square': InvalidArgumentError: " in failed[0]
+    assert " INFO /job:worker/replica:0/task:0: 2 steps served (1 failed) since it started" in log

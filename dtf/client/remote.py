@@ -107,13 +107,16 @@ class _MasterChannel:
             bound = min(bound, limit_s)
         start = time.monotonic()
         last_log = start
+        # The first ping is short: a task that cannot answer us (other keys) is told at once.
+        wait_s = 0.5
         while True:
             try:
-                reply = self._client.ping(self.address, min(2.0, max(bound, 0.1)))
+                reply = self._client.ping(self.address, min(wait_s, max(bound, 0.1)))
                 self._incarnation = reply.get("incarnation")
                 self._connected = True
                 return
             except transport.Unreachable:
+                wait_s = 2.0
                 refused = cluster_keys.refusal(self.address, self._keys)
                 if refused:  # waiting longer cannot help: say what would
                     raise errors.UnauthenticatedError(None, None, refused) from None

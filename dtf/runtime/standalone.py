@@ -56,7 +56,8 @@ def _log_to_stderr():
 def _log_summary(server):
     import logging
 
-    line = server._service.step_log.summary()
+    service = server._service
+    line = service.step_log.summary(service.worker.steps_run)
     if line:
         logging.getLogger("dtf.server").info("%s", line)
 

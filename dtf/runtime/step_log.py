@@ -35,7 +35,7 @@ class StepLog:
         self.task = task
         self.steps = 0
         self.failed = 0
-        self._reported = (0, 0)
+        self._reported = (0, 0, 0)
         self._lock = threading.Lock()
 
     def wrap_run(self, run_step):
@@ -78,11 +78,13 @@ class StepLog:
         log.log(level, "%s: a step of session %s failed%s: %s: %s", self.task, msg.get("session"),
                     f" at op {op!r}" if op else "", type(e).__name__, first_line)
 
-    def summary(self) -> str | None:
-        """'N steps served (F failed)' when the counts moved since the last summary."""
+    def summary(self, partitions: int = 0) -> str | None:
+        """'N steps served (F failed), P partitions run' when the counts moved since the
+        last summary; ``partitions``: the task's worker's count (a ps runs only those)."""
         with self._lock:
-            counts = (self.steps, self.failed)
+            counts = (self.steps, self.failed, partitions)
             if counts == self._reported:
                 return None
             self._reported = counts
-        return f"{self.task}: {counts[0]} steps served ({counts[1]} failed) since it started"
+        return (f"{self.task}: {counts[0]} steps served ({counts[1]} failed), {counts[2]} "
+                "graph partitions run since it started")

@@ -230,4 +230,6 @@ def test_a_task_log_names_failed_steps_and_counts_steps(cluster_dir):
     assert len(failed) == 1, log
     assert "/job:worker/replica:0/task:0: a step of session" in failed[0]
     assert "failed at op 'square': InvalidArgumentError: " in failed[0]
-    assert " INFO /job:worker/replica:0/task:0: 2 steps served (1 failed) since it started" in log
+    assert " INFO /job:worker/replica:0/task:0: 2 steps served (1 failed), " in log
+    ps_log = dtf("logs", "ps:0", cwd=cluster_dir).stdout  # a ps serves partitions only
+    assert " INFO /job:ps/replica:0/task:0: 0 steps served (0 failed), " not in ps_log

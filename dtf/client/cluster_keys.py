@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dtf.wire import handshake
+
 ENV_KEYS = "DTF_CLUSTER_KEYS"  # as dtf.wire.security.ENV_KEYS
 _CLUSTER_FILE = "cluster.toml"
 
@@ -30,7 +32,8 @@ class KeyChoice:
 
 def for_target(address: str) -> KeyChoice:
     """DTF_CLUSTER_KEYS when set; else the keys of the cluster.toml found from the working
-    directory upwards, when it is encrypted and lists ``address``; else none (plain)."""
+    directory upwards, when it is encrypted, lists ``address`` and no plain task serves
+    there; else none (plain)."""
     from dtf.wire.security import ClusterKeys, KeyFileError
 
     named = os.environ.get(ENV_KEYS)
@@ -38,6 +41,11 @@ def for_target(address: str) -> KeyChoice:
         return KeyChoice(ClusterKeys.load(named), f"{ENV_KEYS}={named}")
     config = _enclosing_cluster(address)
     if config is None:
+        return KeyChoice()
+    host, _, port = address.rpartition(":")
+    if handshake.peer_mechanism(host, int(port)) == "NULL":
+        # A plain task serves there now (servers started by hand with the classic flags in
+        # the directory of a cluster that is down): not the encrypted cluster of the file.
         return KeyChoice()
     path = config.key_path
     if not path.exists():
@@ -72,7 +80,6 @@ def refusal(address: str, choice: KeyChoice) -> str | None:
     """Why the task at ``address`` cannot answer a client with ``choice``'s keys, when its
     port tells (an encrypted task and no keys, other keys, or a plain one); None when it
     does not (nothing listens yet, or the handshake works and the task is just slow)."""
-    from dtf.wire import handshake
     from dtf.wire.transport import tcp_endpoint
 
     host, _, port = address.rpartition(":")

@@ -233,3 +233,26 @@ def test_a_task_log_names_failed_steps_and_counts_steps(cluster_dir):
     assert " INFO /job:worker/replica:0/task:0: 2 steps served (1 failed), " in log
     ps_log = dtf("logs", "ps:0", cwd=cluster_dir).stdout  # a ps serves partitions only
     assert " INFO /job:ps/replica:0/task:0: 0 steps served (0 failed), " not in ps_log
+
+
+def test_plain_servers_started_by_hand_where_a_cluster_was_up_still_answer(cluster_dir):
+    assert dtf("up", cwd=cluster_dir).returncode == 0 and dtf("down", cwd=cluster_dir).returncode == 0
+    assert (cluster_dir / ".dtf" / "cluster.key").exists()  # the keys of the cluster that was up
+    ps, worker0, worker1 = _addresses(cluster_dir)
+    spec = f"ps|127.0.0.1:{ps},worker|127.0.0.1:{worker0};127.0.0.1:{worker1}"
+    environ = {k: v for k, v in os.environ.items() if k != "DTF_CLUSTER_KEYS"}
+    servers = [subprocess.Popen([sys.executable, "-m", "dtf", "server", f"--cluster_spec={spec}",
+                                 f"--job_name={job}", f"--task_index={index}"], cwd=cluster_dir,
+                                env=environ, stdout=subprocess.PIPE, text=True)
+               for job, index in (("ps", 0), ("worker", 0), ("worker", 1))]
+    try:
+        for server in servers:
+            assert "listening on" in server.stdout.readline()
+        script = cluster_dir / "by_hand.py"
+        script.write_text(BY_HAND.format(address=f"localhost:{worker0}"))
+        r = _python(script, cluster_dir)  # plain servers: the file's keys are not theirs
+        assert r.returncode == 0 and "answer 238" in r.stdout, r.stderr
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait(10)

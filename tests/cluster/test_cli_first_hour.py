@@ -81,6 +81,10 @@ def test_a_script_run_by_hand_finds_the_keys_or_says_what_to_do(cluster_dir, tmp
     assert r.returncode == 0 and "step 1" in r.stdout, r.stderr
 
 
+JSON_FIELDS = {"job", "index", "address", "state", "pid", "host", "secure", "uptime_s", "max_rss_kb",
+               "gpus", "sessions", "steps", "graphs", "variables", "messages", "incarnation", "last_error"}
+
+
 def test_a_failed_up_starts_nothing_and_status_tells_squatters_from_wrong_keys(cluster_dir):
     ps, worker0, worker1 = _addresses(cluster_dir)
     with socket.socket() as squatter:
@@ -97,6 +101,8 @@ def test_a_failed_up_starts_nothing_and_status_tells_squatters_from_wrong_keys(c
     assert not list((cluster_dir / ".dtf").glob("*.pid"))
 
     assert dtf("up", cwd=cluster_dir).returncode == 0
+    code, rows = status_json(cluster_dir)  # --json keeps every field the table leaves out
+    assert code == 0 and all(set(row) >= JSON_FIELDS for row in rows.values())
     key_file = cluster_dir / ".dtf" / "cluster.key"
     real = key_file.read_text()
     try:

@@ -47,7 +47,7 @@ def test_status_fits_80_columns_without_cutting_task_address_or_pid():
     assert "inner" in text and "[4,5]" in text
 
 
-def test_status_shows_more_columns_when_wider_and_json_rows_keep_everything():
+def test_status_shows_more_columns_when_wider():
     cfg = ClusterConfig(Path("cluster.toml"), {"ps": ["127.0.0.1:22222"]})
     wide = "\n".join(_render(status._table(cfg, ROWS, 200), 200))
     for column in ("steps", "uptime", "memory", "sessions", "gpus"):

@@ -115,6 +115,8 @@ def _columns(cells: list, width: int) -> list:
     used = 1 + sum(need(c) for c in _ESSENTIAL) + _error_width(cells) + 3
     chosen = list(_ESSENTIAL)
     for column in _OPTIONAL:
+        if not any(c[column] for c in cells):
+            continue  # nothing to show (every task down): room for the reasons
         if used + need(column) > width:
             break  # not a less important one in its place
         chosen.append(column)

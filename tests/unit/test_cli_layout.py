@@ -90,3 +90,10 @@ def test_plain_progress_never_follows_newer_replica_output(capsys):
     view.refresh(final=True)
     out = capsys.readouterr().out.splitlines()
     assert out == ["[progress] global step 989 / 1000, 444.5 steps/s", "[worker:0] final global step 1001"]
+
+
+def test_status_of_a_stopped_cluster_leaves_out_empty_columns():
+    cfg = ClusterConfig(Path("cluster.toml"), {"ps": ["127.0.0.1:22222"]})
+    rows = [_row("ps", 0, "127.0.0.1:22222", state="down", reason="nothing listens on its port")]
+    header = _render(status._table(cfg, rows, 80))[2]
+    assert [c.strip() for c in header.strip("┃").split("┃")] == ["task", "state", "address", "pid", "last error"]

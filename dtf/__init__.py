@@ -63,6 +63,8 @@ from dtf import app, compat, initializers, logging, nn, queue, random, train  # 
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
+_LAZY_MODULES["losses"] = "dtf.losses"
+_LAZY_MODULES["metrics"] = "dtf.metrics"
 
 
 def disable_eager_execution():

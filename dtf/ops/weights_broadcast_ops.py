@@ -53,13 +53,23 @@ def _last_dim_may_be_one(t):
     return dims is None or (len(dims) > 0 and dims[-1] in (None, 1))
 
 
+def reshape_last_dim(x, squeeze, expand=None):
+    """x without its last dimension where the scalar bool tensor ``squeeze`` holds, or with
+    a trailing 1 where ``expand`` holds, else x: TF's cond(squeeze(x, [-1]), x) as a Reshape
+    to a computed shape, so no control-flow op is needed (a last dimension other than 1
+    fails in the Reshape, as TF's squeeze would)."""
+    drop = math_ops.cast(squeeze, dtypes.int32)
+    kept = array_ops.slice(array_ops.shape(x), [0],
+                           array_ops.reshape(array_ops.rank(x) - drop, [1]))
+    if expand is not None:
+        ones = array_ops.fill(array_ops.reshape(math_ops.cast(expand, dtypes.int32), [1]), 1)
+        kept = array_ops.concat([kept, ones], 0)
+    return array_ops.reshape(x, kept)
+
+
 def squeeze_last_if(x, condition):
-    """x without its last dimension where the scalar bool tensor ``condition`` holds, else
-    x: TF's cond(condition, squeeze(x, [-1]), x) as a Reshape to a computed shape, so no
-    control-flow op is needed (a last dimension other than 1 fails in the Reshape)."""
-    drop = math_ops.cast(condition, dtypes.int32)
-    keep = array_ops.reshape(array_ops.rank(x) - drop, [1])
-    return array_ops.reshape(x, array_ops.slice(array_ops.shape(x), [0], keep))
+    """x without its last dimension where ``condition`` holds (see reshape_last_dim)."""
+    return reshape_last_dim(x, condition)
 
 
 def remove_squeezable_dimensions(labels, predictions, expected_rank_diff=0, name=None):

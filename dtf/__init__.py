@@ -65,6 +65,7 @@ _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
+_LAZY_MODULES["contrib"] = "dtf.contrib"
 
 
 def disable_eager_execution():

@@ -90,3 +90,51 @@ def test_none_collection_keeps_losses_out():
     assert tf.losses.get_losses() == []
     with pytest.raises(ValueError, match="at least one"):
         tf.losses.get_total_loss()
+
+
+# -- tf.contrib.layers regularizers -------------------------------------------------------
+def test_get_variable_regularizer_feeds_the_regularization_loss():
+    w0 = RNG.randn(3, 2).astype(np.float32)
+    w = tf.get_variable("w", initializer=w0, regularizer=tf.contrib.layers.l2_regularizer(0.1))
+    b = tf.get_variable("b", initializer=np.ones(2, np.float32),
+                        regularizer=tf.contrib.layers.l1_regularizer(0.5))
+    reg = tf.losses.get_regularization_losses()
+    assert [t.name for t in reg] == ["w/Regularizer/l2_regularizer:0",
+                                     "b/Regularizer/l1_regularizer:0"]
+    data_loss = tf.losses.mean_squared_error(np.zeros((1, 2)), tf.reduce_sum(w, 0, keepdims=True) + b)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        total, reg_sum, data = sess.run([tf.losses.get_total_loss(),
+                                         tf.losses.get_regularization_loss(), data_loss])
+    want_reg = 0.1 * (w0 ** 2).sum() / 2 + 0.5 * 2.0
+    assert reg_sum == pytest.approx(want_reg, rel=1e-5)
+    assert total == pytest.approx(want_reg + data, rel=1e-5)
+
+
+def test_l1_l2_and_apply_regularization():
+    w0, v0 = RNG.randn(2, 2), RNG.randn(3)
+    w, v = tf.constant(w0), tf.constant(v0)
+    penalty = tf.contrib.layers.apply_regularization(
+        tf.contrib.layers.l1_l2_regularizer(scale_l1=0.3, scale_l2=0.2), [w, v])
+    assert tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES) == [penalty]
+    assert penalty.op.name == "get_regularization_penalty"
+    want = sum(0.3 * np.abs(x).sum() + 0.2 * (x ** 2).sum() / 2 for x in (w0, v0))
+    assert run(penalty) == pytest.approx(want)
+    only_l2 = tf.contrib.layers.l1_l2_regularizer(0.0, 0.2)(w)
+    assert run(only_l2) == pytest.approx(0.2 * (w0 ** 2).sum() / 2)
+
+
+def test_regularizer_scales_are_checked():
+    assert tf.contrib.layers.l2_regularizer(0.0)(tf.constant([1.0])) is None
+    assert tf.contrib.layers.sum_regularizer([None]) is None
+    with pytest.raises(ValueError, match="scale cannot be an integer: 1"):
+        tf.contrib.layers.l1_regularizer(1)
+    with pytest.raises(ValueError, match="less than 0"):
+        tf.contrib.layers.l2_regularizer(-0.5)
+    with pytest.raises(ValueError, match="No weights to regularize"):
+        tf.contrib.layers.apply_regularization(tf.contrib.layers.l2_regularizer(0.1))
+
+
+def test_regularizer_gradients_match_finite_differences():
+    reg = tf.contrib.layers.l1_l2_regularizer(0.3, 0.2)
+    check_gradient(lambda t: reg(t), [_away_from(RNG.randn(3, 2), [0.0])], **GRAD_TOL)

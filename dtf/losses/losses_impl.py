@@ -101,14 +101,23 @@ def _float_pair(predictions, labels):
     return predictions, labels
 
 
+def _pointwise_loss(default_name, per_example, labels, predictions, weights, scope,
+                    loss_collection, reduction, predictions_arg="predictions"):
+    """The shape every regression-style loss shares: both inputs as float32 in the loss's
+    name scope, ``per_example(predictions, labels)``, then compute_weighted_loss."""
+    _require(**{"labels": labels, predictions_arg: predictions})
+    with _ops.name_scope(scope, default_name, (predictions, labels, weights)) as scope:
+        predictions, labels = _float_pair(predictions, labels)
+        losses = per_example(predictions, labels)
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
 def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=_LOSSES,
                         reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """|predictions - labels|, weighted and reduced."""
-    _require(labels=labels, predictions=predictions)
-    with _ops.name_scope(scope, "absolute_difference", (predictions, labels, weights)) as scope:
-        predictions, labels = _float_pair(predictions, labels)
-        losses = math_ops.abs(math_ops.subtract(predictions, labels))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    return _pointwise_loss("absolute_difference",
+                           lambda p, y: math_ops.abs(math_ops.subtract(p, y)),
+                           labels, predictions, weights, scope, loss_collection, reduction)
 
 
 def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
@@ -122,61 +131,55 @@ def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
         axis = dim
     if axis is None:
         raise ValueError("You must specify argument `axis`.")
-    _require(labels=labels, predictions=predictions)
-    with _ops.name_scope(scope, "cosine_distance_loss", (predictions, labels, weights)) as scope:
-        predictions, labels = _float_pair(predictions, labels)
-        radial_diffs = math_ops.multiply(predictions, labels)
-        losses = 1 - reduce_sum(radial_diffs, axis=(axis,), keepdims=True)
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    return _pointwise_loss(
+        "cosine_distance_loss",
+        lambda p, y: 1 - reduce_sum(math_ops.multiply(p, y), axis=(axis,), keepdims=True),
+        labels, predictions, weights, scope, loss_collection, reduction)
+
+
+def _hinge(logits, labels):
+    all_ones = array_ops.ones_like(labels)
+    labels = math_ops.subtract(2 * labels, all_ones)
+    return nn_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(labels, logits)))
 
 
 def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=_LOSSES,
                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """relu(1 - (2 * labels - 1) * logits) for labels in {0, 1}."""
-    _require(labels=labels, logits=logits)
-    with _ops.name_scope(scope, "hinge_loss", (logits, labels, weights)) as scope:
-        logits, labels = _float_pair(logits, labels)
-        all_ones = array_ops.ones_like(labels)
-        labels = math_ops.subtract(2 * labels, all_ones)
-        losses = nn_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(labels, logits)))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    return _pointwise_loss("hinge_loss", _hinge, labels, logits, weights, scope,
+                           loss_collection, reduction, predictions_arg="logits")
 
 
 def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
                loss_collection=_LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """Quadratic for |error| <= delta, linear beyond."""
-    _require(labels=labels, predictions=predictions)
-    with _ops.name_scope(scope, "huber_loss", (predictions, labels, weights)) as scope:
-        predictions, labels = _float_pair(predictions, labels)
-        abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
+    def huber(p, y):
+        abs_error = math_ops.abs(math_ops.subtract(p, y))
         quadratic = math_ops.minimum(abs_error, delta)
         linear = math_ops.subtract(abs_error, quadratic)
-        losses = math_ops.add(
+        return math_ops.add(
             math_ops.multiply(convert(0.5, "half", dtype=quadratic.dtype),
                               math_ops.multiply(quadratic, quadratic)),
             math_ops.multiply(delta, linear))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    return _pointwise_loss("huber_loss", huber, labels, predictions, weights, scope,
+                           loss_collection, reduction)
 
 
 def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
              loss_collection=_LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """-labels * log(p + eps) - (1 - labels) * log(1 - p + eps)."""
-    _require(labels=labels, predictions=predictions)
-    with _ops.name_scope(scope, "log_loss", (predictions, labels, weights)) as scope:
-        predictions, labels = _float_pair(predictions, labels)
-        losses = (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
-                  - math_ops.multiply(1 - labels, math_ops.log(1 - predictions + epsilon)))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    return _pointwise_loss(
+        "log_loss",
+        lambda p, y: (-math_ops.multiply(y, math_ops.log(p + epsilon))
+                      - math_ops.multiply(1 - y, math_ops.log(1 - p + epsilon))),
+        labels, predictions, weights, scope, loss_collection, reduction)
 
 
 def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=_LOSSES,
                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """(predictions - labels) ** 2, weighted and reduced."""
-    _require(labels=labels, predictions=predictions)
-    with _ops.name_scope(scope, "mean_squared_error", (predictions, labels, weights)) as scope:
-        predictions, labels = _float_pair(predictions, labels)
-        losses = math_ops.squared_difference(predictions, labels)
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    return _pointwise_loss("mean_squared_error", math_ops.squared_difference, labels,
+                           predictions, weights, scope, loss_collection, reduction)
 
 
 def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
@@ -207,6 +210,14 @@ def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
         return mean_loss
 
 
+def _logits_and_labels(logits, labels):
+    """Labels cast to the logits' dtype, after checking their static shapes agree."""
+    logits = convert(logits, "logits")
+    labels = math_ops.cast(labels, logits.dtype)
+    logits.shape.assert_is_compatible_with(labels.shape)
+    return logits, labels
+
+
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
                           scope=None, loss_collection=_LOSSES,
                           reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
@@ -214,9 +225,7 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
     _require(multi_class_labels=multi_class_labels, logits=logits)
     with _ops.name_scope(scope, "sigmoid_cross_entropy_loss",
                          (logits, multi_class_labels, weights)) as scope:
-        logits = convert(logits, "logits")
-        labels = math_ops.cast(multi_class_labels, logits.dtype)
-        logits.shape.assert_is_compatible_with(labels.shape)
+        logits, labels = _logits_and_labels(logits, multi_class_labels)
         if label_smoothing > 0:
             labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
         losses = nn_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
@@ -231,9 +240,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
     _require(onehot_labels=onehot_labels, logits=logits)
     with _ops.name_scope(scope, "softmax_cross_entropy_loss",
                          (logits, onehot_labels, weights)) as scope:
-        logits = convert(logits, "logits")
-        labels = math_ops.cast(onehot_labels, logits.dtype)
-        logits.shape.assert_is_compatible_with(labels.shape)
+        logits, labels = _logits_and_labels(logits, onehot_labels)
         if label_smoothing > 0:
             num_classes = math_ops.cast(array_ops.shape(labels)[-1], logits.dtype)
             labels = labels * (1.0 - label_smoothing) + label_smoothing / num_classes

@@ -55,8 +55,9 @@ def confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=None
             continue
         var_name, label_pos, pred_pos = _COUNTS[key]
         var = metric_variable([n], dtypes.float32, name=var_name)
-        hit = math_ops.logical_and(label_is_pos if label_pos else math_ops.logical_not(label_is_pos),
-                                   pred_is_pos if pred_pos else math_ops.logical_not(pred_is_pos))
+        label_hit = label_is_pos if label_pos else math_ops.logical_not(label_is_pos)
+        pred_hit = pred_is_pos if pred_pos else math_ops.logical_not(pred_is_pos)
+        hit = math_ops.logical_and(label_hit, pred_hit)
         hit = math_ops.cast(hit, dtypes.float32)
         if weights_tiled is not None:
             hit *= weights_tiled
@@ -76,7 +77,8 @@ def _make_count_at_thresholds(key):
             value = read_variable(values[key], metrics_collections)
             return value, add_to(updates_collections, updates[key])
     count_at_thresholds.__name__ = f"{default_name}_at_thresholds"
-    count_at_thresholds.__doc__ = f"The (weighted) {default_name.replace('_', ' ')} at each threshold."
+    count_at_thresholds.__doc__ = (f"The (weighted) {default_name.replace('_', ' ')} at each "
+                                   "threshold.")
     return count_at_thresholds
 
 

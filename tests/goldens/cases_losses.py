@@ -104,7 +104,8 @@ def probability_losses(tf):
     x = tf.constant(logits)
     out = {
         "log": tf.losses.log_loss(onehot, probs),
-        "log_eps": tf.losses.log_loss(onehot, probs, epsilon=0.1, weights=[[1.0], [0.0], [2.0], [1.0]]),
+        "log_eps": tf.losses.log_loss(onehot, probs, epsilon=0.1,
+                                      weights=[[1.0], [0.0], [2.0], [1.0]]),
         "hinge": tf.losses.hinge_loss(onehot, x),
         "hinge_sum": tf.losses.hinge_loss(onehot, x, weights=2.0,
                                           reduction=tf.losses.Reduction.SUM),

@@ -23,7 +23,8 @@ GRAD_TOL = dict(rtol=5e-3, atol=5e-3, delta=1e-2)
 
 
 @pytest.mark.parametrize("loss", [
-    lambda x: tf.losses.softmax_cross_entropy(ONEHOT, x, weights=WEIGHTS[:, 0], label_smoothing=0.1),
+    lambda x: tf.losses.softmax_cross_entropy(ONEHOT, x, weights=WEIGHTS[:, 0],
+                                              label_smoothing=0.1),
     lambda x: tf.losses.sparse_softmax_cross_entropy([0, 2, 1, 1], x, weights=WEIGHTS),
     lambda x: tf.losses.sigmoid_cross_entropy(ONEHOT, x, label_smoothing=0.2,
                                               reduction=tf.losses.Reduction.MEAN),
@@ -79,7 +80,8 @@ def test_unknown_rank_labels_and_weights_are_squeezed_at_run_time():
     x = tf.constant(logits)
     loss = tf.losses.sparse_softmax_cross_entropy(labels, x, weights=weights)
     same = tf.losses.sparse_softmax_cross_entropy([0, 2, 1, 1], x, weights=[1.0, 0.0, 2.0, 1.0])
-    got, want = run([loss, same], {labels: [[0], [2], [1], [1]], weights: [[1.0], [0.0], [2.0], [1.0]]})
+    got, want = run([loss, same], {labels: [[0], [2], [1], [1]],
+                                   weights: [[1.0], [0.0], [2.0], [1.0]]})
     np.testing.assert_allclose(got, want, rtol=1e-6)
     got = run(loss, {labels: [0, 2, 1, 1], weights: [1.0, 0.0, 2.0, 1.0]})
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -101,7 +103,8 @@ def test_get_variable_regularizer_feeds_the_regularization_loss():
     reg = tf.losses.get_regularization_losses()
     assert [t.name for t in reg] == ["w/Regularizer/l2_regularizer:0",
                                      "b/Regularizer/l1_regularizer:0"]
-    data_loss = tf.losses.mean_squared_error(np.zeros((1, 2)), tf.reduce_sum(w, 0, keepdims=True) + b)
+    data_loss = tf.losses.mean_squared_error(np.zeros((1, 2)),
+                                             tf.reduce_sum(w, 0, keepdims=True) + b)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         total, reg_sum, data = sess.run([tf.losses.get_total_loss(),

@@ -1,6 +1,5 @@
 """tf.metrics beyond the goldens: under MonitoredTrainingSession, with fed shapes of
 unknown rank, and the errors for arguments dtf or TF refuse."""
-import numpy as np
 import pytest
 
 import dtf as tf

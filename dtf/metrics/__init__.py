@@ -8,5 +8,6 @@ from dtf.metrics.metrics_impl import (  # noqa: F401
 )
 from dtf.metrics.thresholds import (  # noqa: F401
     auc, false_negatives_at_thresholds, false_positives_at_thresholds, precision_at_thresholds,
-    recall_at_thresholds, true_negatives_at_thresholds, true_positives_at_thresholds,
+    recall_at_thresholds, sensitivity_at_specificity, specificity_at_sensitivity,
+    true_negatives_at_thresholds, true_positives_at_thresholds,
 )

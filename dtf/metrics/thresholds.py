@@ -9,7 +9,7 @@ from __future__ import annotations
 from dtf.framework import dtypes
 from dtf.ops import array_ops, math_ops, state_ops
 from dtf.ops.constant_op import constant
-from dtf.ops.reduction_ops import reduce_sum
+from dtf.ops.reduction_ops import argmax, argmin, reduce_min, reduce_sum
 from dtf.ops.variable_scope import variable_scope
 from dtf.ops.weights_broadcast_ops import broadcast_weights
 from .common import add_to, metric_variable, read_variable, remove_squeezable
@@ -183,3 +183,56 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
         update_op = _area(updates["tp"], updates["fn"], updates["tn"], updates["fp"],
                           num_thresholds, curve, summation_method, "update_op")
         return add_to(metrics_collections, value), add_to(updates_collections, update_op)
+
+
+# -- one rate at a target value of the other ---------------------------------------------------
+def _rate_at_target(default_name, target_name, target, labels, predictions, weights,
+                    num_thresholds, last_threshold, rate_at, metrics_collections,
+                    updates_collections, name):
+    if target < 0 or target > 1:
+        raise ValueError(f"`{target_name}` must be in the range [0, 1]. Currently, "
+                         f"`{target_name}` got {target}.")
+    with variable_scope(name, default_name, (predictions, labels, weights)):
+        inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        values, updates = confusion_matrix_at_thresholds(
+            labels, predictions, [0.0 - 1e-7] + inner + [last_threshold], weights)
+        value = rate_at(values["tp"], values["tn"], values["fp"], values["fn"], "value")
+        update_op = rate_at(updates["tp"], updates["tn"], updates["fp"], updates["fn"],
+                            "update_op")
+        return add_to(metrics_collections, value), add_to(updates_collections, update_op)
+
+
+def sensitivity_at_specificity(labels, predictions, specificity, weights=None,
+                               num_thresholds=200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The recall at the threshold whose specificity is closest to ``specificity``."""
+    kepsilon = 1e-7
+
+    def rate_at(tp, tn, fp, fn, op_name):
+        specificities = math_ops.divide(tn, tn + fp + kepsilon)
+        index = math_ops.cast(argmin(math_ops.abs(specificities - specificity), 0),
+                              dtypes.int32)
+        return math_ops.divide(tp[index], tp[index] + fn[index] + kepsilon, op_name)
+
+    return _rate_at_target("sensitivity_at_specificity", "specificity", specificity, labels,
+                           predictions, weights, num_thresholds, 1.0 + kepsilon, rate_at,
+                           metrics_collections, updates_collections, name)
+
+
+def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None,
+                               num_thresholds=200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The specificity at the threshold whose recall is closest to ``sensitivity`` (the
+    last such threshold on ties)."""
+    kepsilon = 1e-7
+
+    def rate_at(tp, tn, fp, fn, op_name):
+        distance = math_ops.abs(math_ops.divide(tp, tp + fn + kepsilon) - sensitivity)
+        at_min = math_ops.cast(math_ops.equal(distance, reduce_min(distance)), dtypes.int64)
+        index = math_ops.cast(argmax(math_ops.cumsum(at_min), 0), dtypes.int32)
+        return math_ops.divide(tn[index], tn[index] + fp[index] + kepsilon, op_name)
+
+    # TF ends these thresholds at 1 - epsilon, not 1 + epsilon as everywhere else.
+    return _rate_at_target("specificity_at_sensitivity", "sensitivity", sensitivity, labels,
+                           predictions, weights, num_thresholds, 1.0 - kepsilon, rate_at,
+                           metrics_collections, updates_collections, name)

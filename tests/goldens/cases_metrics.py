@@ -115,6 +115,12 @@ def auc_and_thresholds(tf):
         "fp_at": tf.metrics.false_positives_at_thresholds(labels, probs, thresholds, weights=w),
         "tn_at": tf.metrics.true_negatives_at_thresholds(labels, probs, thresholds),
         "fn_at": tf.metrics.false_negatives_at_thresholds(labels, probs, thresholds),
+        "sens_at_spec": tf.metrics.sensitivity_at_specificity(labels, probs, 0.7),
+        "sens_at_spec_w": tf.metrics.sensitivity_at_specificity(labels, probs, 0.4, weights=w,
+                                                                num_thresholds=20),
+        "spec_at_sens": tf.metrics.specificity_at_sensitivity(labels, probs, 0.6),
+        "spec_at_sens_w": tf.metrics.specificity_at_sensitivity(labels, probs, 0.3, weights=w,
+                                                                num_thresholds=9),
     }
     return _stream(tf, metrics, _batches(2), ph)
 

@@ -166,3 +166,20 @@ def regularization_loss_when_empty(tf):
     reg = tf.losses.get_regularization_loss()
     n = len(tf.losses.get_regularization_losses())
     return lambda sess: {"reg": sess.run(reg), "n": n}
+
+
+@case
+def dtypes_scopes_and_fed_weights(tf):
+    rng, logits, onehot = _inputs(8)
+    x64 = tf.constant(logits.astype(np.float64))
+    w = tf.placeholder(tf.float32, [None])
+    with tf.name_scope("outer"):
+        xent64 = tf.losses.softmax_cross_entropy(onehot, x64, weights=w, scope="xent")
+    sig64 = tf.losses.sigmoid_cross_entropy(onehot.astype(np.int32), x64)
+    mse_int = tf.losses.mean_squared_error(np.array([[1, 2]], np.int32),
+                                           tf.constant([[0.5, 2.5]]))
+    tensors = {"xent64": xent64, "sig64": sig64, "mse_int": mse_int,
+               "d_xent64": tf.gradients(xent64, x64)[0]}
+    facts = {"names": [xent64.name, sig64.name, mse_int.name],
+             "dtypes": [xent64.dtype.name, sig64.dtype.name, mse_int.dtype.name]}
+    return lambda sess: {**sess.run(tensors, {w: [1.0, 0.0, 0.5, 2.0]}), **facts}

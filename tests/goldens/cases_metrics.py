@@ -164,3 +164,30 @@ def collections_and_reset(tf):
         return {**facts, "before": before, "after_one": after_one,
                 "after_reset": sess.run(value)}
     return run
+
+
+@case
+def precision_recall_at_k(tf):
+    rng = np.random.RandomState(5)
+    ph = {"labels": tf.placeholder(tf.int64, [None], name="labels"),
+          "label_sets": tf.placeholder(tf.int64, [None, 3], name="label_sets"),
+          "scores": tf.placeholder(tf.float32, [None, 5], name="scores"),
+          "weights": tf.placeholder(tf.float32, [None], name="weights")}
+    batches = [{"labels": rng.randint(0, 5, BATCH),
+                "label_sets": rng.randint(-1, 6, (BATCH, 3)),   # -1 and 5 count as labels
+                "scores": rng.rand(BATCH, 5).astype(np.float32),
+                "weights": rng.randint(0, 3, BATCH).astype(np.float32)} for _ in range(BATCHES)]
+    idx = tf.nn.top_k(ph["scores"], 2)[1]
+    metrics = {
+        "p_at_1": tf.metrics.precision_at_k(ph["labels"], ph["scores"], 1),
+        "r_at_3": tf.metrics.recall_at_k(ph["labels"], ph["scores"], 3, weights=ph["weights"]),
+        "p_at_2_sets": tf.metrics.precision_at_k(ph["label_sets"], ph["scores"], 2),
+        "r_at_2_sets": tf.metrics.recall_at_k(ph["label_sets"], ph["scores"], 2),
+        "p_class": tf.metrics.sparse_precision_at_k(ph["label_sets"], ph["scores"], 3,
+                                                    class_id=2),
+        "r_class": tf.metrics.recall_at_k(ph["labels"], ph["scores"], 2, class_id=1,
+                                          weights=ph["weights"]),
+        "p_top_k": tf.metrics.precision_at_top_k(ph["label_sets"], idx, k=2),
+        "r_top_k": tf.metrics.recall_at_top_k(ph["labels"], idx),
+    }
+    return _stream(tf, metrics, batches, ph)

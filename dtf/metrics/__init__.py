@@ -1,7 +1,8 @@
 """tf.metrics: streaming metrics as (value, update_op) pairs over local accumulator
 variables (LOCAL_VARIABLES and METRIC_VARIABLES)."""
 from dtf.metrics.at_k import (  # noqa: F401
-    precision_at_k, precision_at_top_k, recall_at_k, recall_at_top_k, sparse_precision_at_k,
+    average_precision_at_k, precision_at_k, precision_at_top_k, recall_at_k, recall_at_top_k,
+    sparse_average_precision_at_k, sparse_precision_at_k,
 )
 from dtf.metrics.confusion import mean_iou, mean_per_class_accuracy  # noqa: F401
 from dtf.metrics.metrics_impl import (  # noqa: F401

@@ -11,8 +11,10 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.ops import array_ops, math_ops, nn_ops, state_ops
 from dtf.ops.common import convert
-from dtf.ops.reduction_ops import reduce_any, reduce_sum
-from dtf.ops.weights_broadcast_ops import check_broadcastable, reshape_last_dim
+from dtf.ops.reduction_ops import reduce_any, reduce_max, reduce_sum
+from dtf.ops.weights_broadcast_ops import (
+    broadcast_weights, check_broadcastable, reshape_last_dim,
+)
 from .common import add_to, metric_variable
 
 
@@ -135,3 +137,76 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
 
 
 sparse_precision_at_k = precision_at_k   # TF1's older name for the same metric
+
+
+# -- average precision at k ----------------------------------------------------------------
+def _average_precision_per_row(labels, predictions_idx):
+    """Per row: the precision at each rank j <= k where the j-th prediction is a label,
+    summed and divided by min(number of labels >= 0, k)."""
+    with _ops.name_scope(None, "average_precision", (predictions_idx, labels)) as scope:
+        predictions_idx = math_ops.cast(predictions_idx, dtypes.int64, name="predictions_idx")
+        if predictions_idx.shape.ndims == 0:
+            raise ValueError("The rank of `predictions_idx` must be at least 1.")
+        k = predictions_idx.shape.as_tuple_or_none()[-1]
+        if k is None:
+            raise ValueError("The last dimension of predictions_idx must be set. Currently, "
+                             "it is None.")
+        labels = math_ops.cast(_maybe_expand_labels(labels, predictions_idx), dtypes.int64)
+        relevant = math_ops.cast(
+            reduce_any(math_ops.equal(array_ops.expand_dims(predictions_idx, -1),
+                                      array_ops.expand_dims(labels, -2)), axis=-1),
+            dtypes.float64)
+        tp_per_k = math_ops.cumsum(relevant, axis=-1)
+        retrieved_per_k = math_ops.cumsum(array_ops.ones_like(relevant), axis=-1)
+        precision_sum = reduce_sum(math_ops.divide(tp_per_k, retrieved_per_k) * relevant,
+                                   axis=(-1,))
+        num_labels = reduce_sum(math_ops.cast(math_ops.greater_equal(labels, 0),
+                                              dtypes.int64), axis=-1)
+        num_relevant = math_ops.cast(math_ops.minimum(num_labels, k), dtypes.float64)
+        return math_ops.divide(precision_sum, num_relevant, name=scope)
+
+
+def _clean_out_of_range(labels, predictions):
+    """Labels at or above the number of classes replaced by -1 (no label). TF picks the
+    cleaned labels with a cond on their max; a Select on the same max is that choice."""
+    num_classes = math_ops.cast(array_ops.shape(predictions)[-1], dtypes.int64)
+    cleaned = math_ops.where_v2(math_ops.greater_equal(labels, num_classes),
+                                -1 * array_ops.ones_like(labels), labels)
+    return math_ops.where_v2(math_ops.greater_equal(reduce_max(labels), num_classes),
+                             cleaned, labels)
+
+
+def _streamed_sum(values, var_scope_name, batch_name):
+    with _ops.name_scope(None, var_scope_name, (values,)) as scope:
+        var = metric_variable([], dtypes.float64, name=scope)
+        return var, state_ops.assign_add(var, reduce_sum(values, name=batch_name),
+                                         name="update")
+
+
+def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
+                           updates_collections=None, name=None):
+    """The mean over rows of the average precision of each row's top-k predictions;
+    labels at or above the number of classes count as no label."""
+    if k < 1:
+        raise ValueError(f"Invalid k={k}. `k` should be >= 1.")
+    with _ops.name_scope(name, _at_k_name("average_precision", k),
+                         (predictions, labels, weights)) as scope:
+        predictions = convert(predictions, "predictions")
+        _, predictions_idx = nn_ops.top_k(predictions, k)
+        labels = _clean_out_of_range(math_ops.cast(labels, dtypes.int64), predictions)
+        average_precision = _average_precision_per_row(labels, predictions_idx)
+        if weights is None:
+            row_weights = math_ops.cast(array_ops.size(average_precision), dtypes.float64)
+        else:
+            weights = broadcast_weights(math_ops.cast(weights, dtypes.float64),
+                                        average_precision)
+            average_precision = math_ops.multiply(average_precision, weights)
+            row_weights = weights
+        max_var, max_update = _streamed_sum(row_weights, "max", "batch_max")
+        total_var, total_update = _streamed_sum(average_precision, "total", "batch_total")
+        value = math_ops.div_no_nan(total_var, max_var, name="mean")
+        update = math_ops.div_no_nan(total_update, max_update, name=scope)
+        return add_to(metrics_collections, value), add_to(updates_collections, update)
+
+
+sparse_average_precision_at_k = average_precision_at_k   # TF1's older name

@@ -189,5 +189,9 @@ def precision_recall_at_k(tf):
                                           weights=ph["weights"]),
         "p_top_k": tf.metrics.precision_at_top_k(ph["label_sets"], idx, k=2),
         "r_top_k": tf.metrics.recall_at_top_k(ph["labels"], idx),
+        "ap_at_3": tf.metrics.average_precision_at_k(ph["label_sets"], ph["scores"], 3),
+        "ap_at_1_w": tf.metrics.average_precision_at_k(ph["labels"], ph["scores"], 1,
+                                                       weights=ph["weights"]),
+        "sparse_ap": tf.metrics.sparse_average_precision_at_k(ph["label_sets"], ph["scores"], 2),
     }
     return _stream(tf, metrics, batches, ph)

@@ -48,8 +48,6 @@ def _num_elements(losses):
 
 def _num_present(losses, weights, per_batch=False):
     """How many losses have a non-zero weight (per batch row with ``per_batch``)."""
-    if isinstance(weights, float) and weights != 0.0:
-        return _num_elements(losses)
     with _ops.name_scope(None, "num_present", (losses, weights)) as scope:
         weights = math_ops.cast(weights, dtypes.float32)
         present = math_ops.where(math_ops.equal(weights, 0.0), array_ops.zeros_like(weights),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dtf.framework import dtypes
 from dtf.ops import array_ops, math_ops, state_ops
 from dtf.ops.common import convert
+from dtf.ops.confusion_matrix import class_sums, confusion_matrix
 from dtf.ops.reduction_ops import reduce_mean, reduce_sum
 from dtf.ops.variable_scope import variable_scope
 from .common import add_to, metric_variable
@@ -12,33 +13,6 @@ from .common import add_to, metric_variable
 
 def _flat(t):
     return array_ops.reshape(t, [-1]) if t.shape.ndims is None or t.shape.ndims > 1 else t
-
-
-def _class_sums(values, class_ids, num_classes, num_cells, name=None):
-    """sum of ``values`` per cell id in [0, num_cells); a class id outside [0, num_classes)
-    sends its value to cell ``num_cells``, which UnsortedSegmentSum rejects with
-    InvalidArgumentError, as TF's range assertions do."""
-    in_range = math_ops.logical_and(math_ops.greater_equal(class_ids[0], 0),
-                                    math_ops.less(class_ids[0], num_classes))
-    for ids in class_ids[1:]:
-        in_range = math_ops.logical_and(in_range, math_ops.logical_and(
-            math_ops.greater_equal(ids, 0), math_ops.less(ids, num_classes)))
-    cell = class_ids[0]
-    for ids in class_ids[1:]:
-        cell = cell * num_classes + ids
-    out_of_range = array_ops.fill(array_ops.shape(cell), math_ops.cast(num_cells, cell.dtype))
-    cell = math_ops.where(in_range, cell, out_of_range, name="cell_or_out_of_range")
-    return array_ops.unsorted_segment_sum(values, cell, num_cells, name=name)
-
-
-def _confusion_matrix(labels, predictions, num_classes, weights):
-    """[num_classes, num_classes] float64 counts: rows are labels, columns predictions."""
-    labels = math_ops.cast(labels, dtypes.int64)
-    predictions = math_ops.cast(predictions, dtypes.int64)
-    values = array_ops.ones_like(predictions, dtype=dtypes.float64) if weights is None \
-        else math_ops.cast(weights, dtypes.float64)
-    counts = _class_sums(values, [labels, predictions], num_classes, num_classes * num_classes)
-    return array_ops.reshape(counts, [num_classes, num_classes])
 
 
 def _diag_part(matrix, n):
@@ -63,7 +37,8 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
         total_cm = metric_variable([num_classes, num_classes], dtypes.float64,
                                    name="total_confusion_matrix")
         weights = None if weights is None else _flat(weights)
-        current_cm = _confusion_matrix(_flat(labels), _flat(predictions), num_classes, weights)
+        current_cm = confusion_matrix(_flat(labels), _flat(predictions), num_classes,
+                                      dtype=dtypes.float64, weights=weights)
         update_op = state_ops.assign_add(total_cm, current_cm)
         sum_over_row = math_ops.cast(reduce_sum(total_cm, 0), dtypes.float32)
         sum_over_col = math_ops.cast(reduce_sum(total_cm, 1), dtypes.float32)
@@ -98,9 +73,9 @@ def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
             is_correct *= weights
             ones *= weights
         # TF scatter_adds into the variables; a segment sum added in is the same sum.
-        update_total = state_ops.assign_add(total, _class_sums(ones, [labels], num_classes,
+        update_total = state_ops.assign_add(total, class_sums(ones, [labels], num_classes,
                                                                num_classes))
-        update_count = state_ops.assign_add(count, _class_sums(is_correct, [labels],
+        update_count = state_ops.assign_add(count, class_sums(is_correct, [labels],
                                                                num_classes, num_classes))
         per_class = math_ops.div_no_nan(count, math_ops.maximum(total, 0))
         value = reduce_mean(per_class, name="mean_accuracy")

@@ -195,3 +195,20 @@ def precision_recall_at_k(tf):
         "sparse_ap": tf.metrics.sparse_average_precision_at_k(ph["label_sets"], ph["scores"], 2),
     }
     return _stream(tf, metrics, batches, ph)
+
+
+@case
+def confusion_matrix_counts(tf):
+    rng = np.random.RandomState(6)
+    labels = rng.randint(0, 4, 10)
+    preds = rng.randint(0, 4, 10)
+    weights = rng.rand(10).astype(np.float32)
+    fed = tf.placeholder(tf.int64, [None])
+    return {
+        "counts": tf.confusion_matrix(labels, preds),
+        "sized": tf.confusion_matrix(labels, preds, num_classes=6, dtype=tf.int64),
+        "weighted": tf.math.confusion_matrix(labels, preds, num_classes=4, weights=weights,
+                                             dtype=tf.float32),
+        "column_predictions": tf.confusion_matrix(labels, preds[:, None], num_classes=4),
+        "fed_classes": tf.confusion_matrix(fed, preds),
+    }, {fed: labels}

@@ -71,3 +71,12 @@ def test_refused_arguments_are_named():
     with pytest.raises(ValueError, match="weights must have rank 0 or 1"):
         tf.metrics.true_positives(tf.constant([True]), tf.constant([True]),
                                   weights=tf.constant([[[1.0]]]))
+
+
+def test_confusion_matrix_rejects_ids_out_of_range_at_run_time():
+    preds = tf.placeholder(tf.int32, [None])
+    cm = tf.confusion_matrix([0, 1, 2], preds, num_classes=3)
+    with tf.Session() as sess:
+        assert sess.run(cm, {preds: [0, 2, 2]}).tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 1]]
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(cm, {preds: [0, 3, 2]})

@@ -25,6 +25,9 @@ def _at_k_name(name, k=None, class_id=None):
 
 def _maybe_expand_labels(labels, predictions_idx):
     """Labels with a last dimension of their own: one class id per row becomes a set of one."""
+    if hasattr(labels, "indices") and hasattr(labels, "dense_shape"):
+        raise NotImplementedError("SparseTensor labels are not supported by dtf's at-k "
+                                  "metrics; pass dense labels (a row of class ids each)")
     with _ops.name_scope(None, "expand_labels", (labels, predictions_idx)) as scope:
         labels = convert(labels, "labels")
         l_rank, p_rank = labels.shape.ndims, predictions_idx.shape.ndims

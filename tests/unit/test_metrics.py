@@ -80,3 +80,21 @@ def test_confusion_matrix_rejects_ids_out_of_range_at_run_time():
         assert sess.run(cm, {preds: [0, 2, 2]}).tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 1]]
         with pytest.raises(tf.errors.InvalidArgumentError):
             sess.run(cm, {preds: [0, 3, 2]})
+
+
+def test_at_k_labels_of_unknown_rank_are_expanded_at_run_time():
+    labels = tf.placeholder(tf.int64)            # rank unknown until fed
+    scores = tf.constant([[0.1, 0.9, 0.0], [0.8, 0.1, 0.1]])
+    _, update = tf.metrics.precision_at_k(labels, scores, 1)
+    _, update_sets = tf.metrics.recall_at_k(labels, scores, 1)
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        assert sess.run(update, {labels: [1, 2]}) == pytest.approx(0.5)
+        assert sess.run(update_sets, {labels: [[1, 2], [0, 0]]}) == pytest.approx(2 / 3)
+
+
+def test_sparse_labels_for_at_k_metrics_are_refused_by_name():
+    class SparseLike:
+        indices, values, dense_shape = None, None, None
+    with pytest.raises(NotImplementedError, match="SparseTensor labels"):
+        tf.metrics.precision_at_k(SparseLike(), tf.constant([[0.5, 0.5]]), 1)

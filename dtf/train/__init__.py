@@ -11,3 +11,4 @@ from dtf.train.basic_session_run_hooks import *  # noqa: F401,F403
 from dtf.train.session_manager import *  # noqa: F401,F403
 from dtf.train.monitored_session import *  # noqa: F401,F403
 from dtf.train.sync_replicas import *  # noqa: F401,F403
+from dtf.train.supervisor import *  # noqa: F401,F403

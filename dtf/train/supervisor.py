@@ -279,57 +279,49 @@ class Supervisor:
 
 
 # -- defaults, as TF1 picks them ---------------------------------------------------------
+def _collection_or_default(key, build):
+    """The first item of collection ``key``, else ``build()`` (added to it unless None)."""
+    found = _first_in_collection(key)
+    if found is None:
+        found = build()
+        if found is not None:
+            _ops.add_to_collection(key, found)
+    return found
+
+
 def _default_ready_op():
     from dtf.ops import variables
 
-    op = _first_in_collection(GraphKeys.READY_OP)
-    if op is None:
-        op = variables.report_uninitialized_variables()
-        _ops.add_to_collection(GraphKeys.READY_OP, op)
-    return op
+    return _collection_or_default(GraphKeys.READY_OP, variables.report_uninitialized_variables)
 
 
 def _default_init_op():
     from dtf.ops import variables
 
-    op = _first_in_collection(GraphKeys.INIT_OP)
-    if op is None:
-        op = variables.global_variables_initializer()
-        _ops.add_to_collection(GraphKeys.INIT_OP, op)
-    return op
+    return _collection_or_default(GraphKeys.INIT_OP, variables.global_variables_initializer)
 
 
 def _default_local_init_op():
     from dtf.ops import control_flow_ops, variables
 
-    op = _first_in_collection(GraphKeys.LOCAL_INIT_OP)
-    if op is None:
-        # TF1 groups the tables' initializers in too; dtf has no lookup tables.
-        op = control_flow_ops.group(variables.local_variables_initializer())
-        _ops.add_to_collection(GraphKeys.LOCAL_INIT_OP, op)
-    return op
+    # TF1 groups the tables' initializers in too; dtf has no lookup tables.
+    return _collection_or_default(
+        GraphKeys.LOCAL_INIT_OP,
+        lambda: control_flow_ops.group(variables.local_variables_initializer()))
 
 
 def _default_saver():
     from dtf.ops import variables
     from dtf.train.saver import Saver
 
-    saver = _first_in_collection(GraphKeys.SAVERS)
-    if saver is None and variables.global_variables():
-        saver = Saver()
-        _ops.add_to_collection(GraphKeys.SAVERS, saver)
-    return saver
+    return _collection_or_default(GraphKeys.SAVERS,
+                                  lambda: Saver() if variables.global_variables() else None)
 
 
 def _default_summary_op():
     from dtf.summary import merge_all
 
-    op = _first_in_collection(GraphKeys.SUMMARY_OP)
-    if op is None:
-        op = merge_all()
-        if op is not None:
-            _ops.add_to_collection(GraphKeys.SUMMARY_OP, op)
-    return op
+    return _collection_or_default(GraphKeys.SUMMARY_OP, merge_all)
 
 
 def _default_global_step(graph):

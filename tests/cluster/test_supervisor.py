@@ -13,6 +13,7 @@ import pytest
 import dtf as tf
 from dtf.train.server import free_port
 from tests.cluster.conftest import REPO
+from tests.cluster.test_training import _finish as _finish_process
 
 pytestmark = pytest.mark.cluster
 
@@ -51,13 +52,8 @@ def replicas():
 
 
 def _finish(proc, timeout=120):
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        pytest.fail(f"{proc.args} did not finish in {timeout} s:\n{out}")
-    assert proc.returncode == 0, out
+    code, out = _finish_process(proc, timeout)
+    assert code == 0, out
     return out
 
 
@@ -106,3 +102,19 @@ def test_chief_initializes_worker_waits_both_train_and_a_restarted_chief_resumes
     assert f"Restoring parameters from {train_dir}{os.sep}model.ckpt-{final}" in out, out
     assert f"Worker 0: starting at global step {final}" in out
     assert int(tf.train.load_variable(str(train_dir), "global_step")) == final + 20
+
+
+def test_sync_replicas_under_the_supervisor_chief_runs_the_queue_runner(replicas, tmp_path):
+    """mnist_replica.py --sync_replicas: the chief runs the optimizer's chief queue runner
+    through Supervisor.start_queue_runners; both replicas reach the last step."""
+    train_dir = tmp_path / "train"
+    replicas.start("ps", 0)
+    worker = replicas.start("worker", 1, "--sync_replicas", "--train_steps=30")
+    chief = replicas.start("worker", 0, "--sync_replicas", f"--train_dir={train_dir}",
+                           "--train_steps=30")
+    chief_out, worker_out = _finish(chief), _finish(worker)
+    for index, out in ((0, chief_out), (1, worker_out)):
+        done = re.search(rf"Worker {index}: training done after \d+ local steps, global step (\d+)", out)
+        assert done and int(done.group(1)) >= 30, out
+    assert "Running local_init_op." in worker_out
+    assert int(tf.train.load_variable(str(train_dir), "global_step")) >= 30

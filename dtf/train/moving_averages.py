@@ -46,6 +46,12 @@ def _create_shadow(primary, name):
 def _assign_moving_average(shadow, value, decay):
     """shadow -= (shadow - value) * (1 - decay), one AssignSub on the shadow."""
     with _ops.name_scope(None, "AssignMovingAvg", [shadow, value, decay]) as scope:
+        if _is_variable(value):
+            # A read made here, under the caller's control dependencies: the canonical
+            # `with control_dependencies([train_op]): ema.apply()` must average the updated
+            # value. (TF's reference variables alias their buffer, so any read sees it;
+            # dtf's reads are snapshots taken when they run.)
+            value = value.read_value()
         one_minus = _ops.convert_to_tensor(1.0 - decay, name="decay")
         if one_minus.dtype != shadow.dtype.base_dtype:
             one_minus = _m.cast(one_minus, shadow.dtype.base_dtype)

@@ -257,3 +257,22 @@ def init_from_checkpoint_maps_names_scopes_and_variables(tf):
         return {"w": sess.run(new_w), "b": sess.run(new_b), "h": sess.run(new_h),
                 "plain": sess.run(plain)}
     return run
+
+
+@case
+def ema_after_the_train_op_under_control_dependencies(tf):
+    """TF's documented pattern: the shadows average the values the train op just wrote."""
+    w = tf.Variable(np.array([1.0, -2.0], np.float32), name="w")
+    loss = tf.reduce_sum(tf.square(w))
+    train = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    with tf.control_dependencies([train]):
+        train_and_average = ema.apply([w])
+
+    def run(sess):
+        values = {}
+        for i in range(3):
+            sess.run(train_and_average)
+            values[f"w_{i}"], values[f"avg_{i}"] = sess.run([w, ema.average(w)])
+        return values
+    return run

@@ -213,3 +213,16 @@ def test_camel_case_aliases():
     assert tf.train.Supervisor.PrepareSession is tf.train.Supervisor.prepare_or_wait_for_session
     assert tf.train.Supervisor.ShouldStop is tf.train.Supervisor.should_stop
     assert tf.train.Supervisor.USE_DEFAULT == 0
+
+
+def test_an_explicit_graph_is_used_and_finalized(tmp_path):
+    graph = tf.Graph()
+    with graph.as_default():
+        gs, v, train = _model()
+    sv = tf.train.Supervisor(graph=graph, logdir=str(tmp_path), save_model_secs=0,
+                             save_summaries_secs=0)
+    assert graph.finalized and not tf.get_default_graph().finalized
+    assert sv.global_step is gs and graph.get_collection(tf.GraphKeys.INIT_OP) == [sv.init_op]
+    with sv.managed_session() as sess:
+        sess.run(train)
+        assert sess.run(v) == 11.0

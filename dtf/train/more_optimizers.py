@@ -24,6 +24,13 @@ def _check_non_negative(**values):
             raise ValueError(f"{name} {value:f} needs to be positive or zero")
 
 
+def _prepare_rate_l1_l2(opt):
+    """The learning rate and regularization strengths as tensors, named as TF names them."""
+    opt._learning_rate_tensor = opt._hyper(opt._learning_rate, "learning_rate")
+    opt._l1_t = opt._hyper(opt._l1, "l1_regularization_strength")
+    opt._l2_t = opt._hyper(opt._l2, "l2_regularization_strength")
+
+
 class AdadeltaOptimizer(Optimizer):
     """Adadelta (Zeiler, 2012): steps scaled by the ratio of running RMS of updates and
     gradients, times ``learning_rate``."""
@@ -77,9 +84,7 @@ class AdagradDAOptimizer(Optimizer):
         from dtf.ops.array_ops import identity
         from dtf.ops.math_ops import cast
 
-        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
-        self._l1_t = self._hyper(self._l1, "l1_regularization_strength")
-        self._l2_t = self._hyper(self._l2, "l2_regularization_strength")
+        _prepare_rate_l1_l2(self)
         # Read once per step (not once per variable), as TF does.
         step = cast(identity(self._global_step), dtypes.int64)
         self._global_step_on_worker = step + 1
@@ -155,9 +160,7 @@ class ProximalGradientDescentOptimizer(Optimizer):
         self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
 
     def _prepare(self):
-        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
-        self._l1_t = self._hyper(self._l1, "l1_regularization_strength")
-        self._l2_t = self._hyper(self._l2, "l2_regularization_strength")
+        _prepare_rate_l1_l2(self)
 
     def _apply_dense(self, grad, var):
         c = self._cast
@@ -184,9 +187,7 @@ class ProximalAdagradOptimizer(Optimizer):
             _constant_slot(self, v, "accumulator", self._name, self._initial_accumulator_value)
 
     def _prepare(self):
-        self._learning_rate_tensor = self._hyper(self._learning_rate, "learning_rate")
-        self._l1_t = self._hyper(self._l1, "l1_regularization_strength")
-        self._l2_t = self._hyper(self._l2, "l2_regularization_strength")
+        _prepare_rate_l1_l2(self)
 
     def _apply_dense(self, grad, var):
         c = self._cast

@@ -63,6 +63,9 @@ from dtf import app, compat, initializers, logging, nn, queue, random, train  # 
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
+_LAZY_MODULES["losses"] = "dtf.losses"
+_LAZY_MODULES["metrics"] = "dtf.metrics"
+_LAZY_MODULES["contrib"] = "dtf.contrib"
 
 
 def disable_eager_execution():
@@ -87,3 +90,4 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 )
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
+from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402

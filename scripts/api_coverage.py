@@ -25,8 +25,10 @@ OUTPUT = REPO / "docs" / "api_coverage.md"
 # ``dtf`` only because importing a submodule sets one on its parent).
 _INTERNAL = {"cli", "client", "framework", "kernels", "ops", "partition", "placement", "runtime",
              "wire", "progress"}
-# Namespaces that live inside another one, as in TF (tf.distribute.cluster_resolver).
-_NESTED = {"cluster_resolver", "rnn_cell", "experimental", "queue_runner"}
+# Namespaces that live inside another one, as in TF (tf.distribute.cluster_resolver,
+# tf.contrib.layers). Inside a namespace, other modules are its implementation (tf.train's
+# saver.py): add a nested namespace's name here when one is added.
+_NESTED = {"cluster_resolver", "rnn_cell", "experimental", "queue_runner", "layers"}
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 
@@ -65,7 +67,7 @@ def _walk(module, path: str, out: dict, seen: set):
         except AttributeError:
             continue
         if isinstance(value, types.ModuleType):
-            nested = path == "tf" and name not in _INTERNAL or name in _NESTED
+            nested = name not in _INTERNAL if path == "tf" else name in _NESTED
             if nested and value.__name__.startswith("dtf"):
                 if value is sys.modules["dtf"]:  # tf.compat.v1 is tf itself
                     entries.append((name, "the tf namespace itself"))

@@ -184,7 +184,7 @@ def test_a_failed_replica_is_announced_at_once_and_stops_the_others(cluster_dir)
     assert "worker 0 finished" not in r.stdout
     assert "replica worker:1 failed (exit code 1); stopped worker:0 (--keep-going" in r.stderr
 
-    r = dtf("run", "job.py", "--keep-going", cwd=cluster_dir, env={"WORKER0_SECONDS": "4"})
+    r = dtf("run", "job.py", "--keep-going", cwd=cluster_dir, env={"WORKER0_SECONDS": "8"})
     assert r.returncode == 1
     announced = r.stdout.index("[worker:1] FAILED (exit code 1): ValueError: boom at step 3")
     assert announced < r.stdout.index("[worker:0] worker 0 finished")  # not held until the end

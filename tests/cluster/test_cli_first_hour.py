@@ -262,6 +262,10 @@ def test_plain_servers_started_by_hand_where_a_cluster_was_up_still_answer(clust
         script.write_text(BY_HAND.format(address=f"localhost:{worker0}"))
         r = _python(script, cluster_dir)  # plain servers: the file's keys are not theirs
         assert r.returncode == 0 and "answer 238" in r.stdout, r.stderr
+        named = {"DTF_CLUSTER_KEYS": str(cluster_dir / ".dtf" / "cluster.key")}
+        r = _python(script, cluster_dir, env=named)  # keys named outright: refused, said why
+        assert r.returncode == 1 and "UnauthenticatedError" in r.stderr
+        assert f"The task at localhost:{worker0} serves unencrypted (plain mode)" in r.stderr
     finally:
         for server in servers:
             server.kill()

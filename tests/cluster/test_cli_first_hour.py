@@ -6,7 +6,6 @@ import re
 import socket
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

@@ -1,0 +1,111 @@
+"""tf.nn.batch_normalization and tf.nn.fused_batch_norm, built from registered ops so their
+gradients and kernels come from the ops they are made of.
+
+fused_batch_norm follows TF's FusedBatchNormV3 exactly where a program can see it: epsilon
+is raised to at least 1.001e-5, training returns the batch mean and the Bessel-corrected
+batch variance (while normalizing with the biased one), inference returns the given mean
+and variance, and no gradient flows into the returned statistics nor, in inference, into
+the given mean and variance (TF's gradient returns None for them).
+"""
+from __future__ import annotations
+
+from dtf.framework import dtypes
+from dtf.framework import ops as _ops
+from . import array_ops, math_ops, slicing_ops
+from .common import convert
+from .nn_ops import moments
+from .reduction_ops import reduce_prod
+
+__all__ = ["batch_normalization", "fused_batch_norm"]
+
+_MIN_FUSED_EPSILON = 1.001e-5
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """(x - mean) / sqrt(variance + variance_epsilon) * scale + offset, broadcasting."""
+    with _ops.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+        x = convert(x, "x")
+        inv = math_ops.rsqrt(variance + variance_epsilon)
+        if scale is not None:
+            inv *= scale
+        shift = offset - mean * inv if offset is not None else -mean * inv
+        return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+
+
+def _channel_layout(data_format, ndims):
+    """(axes reduced over, shape that broadcasts a [C] vector) for NHWC/NCHW (and 5-D)."""
+    if data_format in ("NHWC", "NDHWC"):
+        return list(range(ndims - 1)), [-1]
+    if data_format in ("NCHW", "NCDHW"):
+        return [0] + list(range(2, ndims)), [-1] + [1] * (ndims - 2)
+    raise ValueError(f"data_format must be one of NHWC, NCHW, NDHWC, NCDHW, got {data_format!r}")
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
+                     data_format="NHWC", is_training=True, name=None):
+    """Batch normalization of a 4-D (or 5-D) ``x`` over all but the channel axis.
+
+    Returns ``(y, batch_mean, batch_variance)``: in training the statistics of this batch
+    (variance Bessel-corrected), otherwise ``mean`` and ``variance`` themselves.
+    """
+    with _ops.name_scope(name, "FusedBatchNormV3", [x, scale, offset, mean, variance]):
+        x = convert(x, "input")
+        if x.shape.ndims not in (None, 4, 5):
+            raise ValueError(f"fused_batch_norm: input must be 4-dimensional (or 5), got shape "
+                             f"{x.shape}")
+        if x.shape.ndims is None:
+            raise ValueError("fused_batch_norm needs an input of known rank")
+        axes, vec_shape = _channel_layout(data_format, x.shape.ndims)
+        # Half-precision inputs are normalized in float32, with float32 scale and offset (TF).
+        compute = dtypes.float32 if x.dtype == dtypes.float16 else x.dtype
+        xc = math_ops.cast(x, compute) if compute != x.dtype else x
+        scale = convert(scale, "scale", dtype=compute)
+        offset = convert(offset, "offset", dtype=compute)
+        epsilon = max(float(epsilon), _MIN_FUSED_EPSILON)
+        if is_training:
+            if mean is not None or variance is not None:
+                _check_empty(mean, "mean")
+                _check_empty(variance, "variance")
+            batch_mean, batch_var = moments(xc, axes)
+            n = _count(xc, axes)
+            returned_var = batch_var * (n / math_ops.maximum(n - 1.0, 1.0))
+            y = batch_normalization(xc, _vec(batch_mean, vec_shape), _vec(batch_var, vec_shape),
+                                    _vec(offset, vec_shape), _vec(scale, vec_shape), epsilon)
+            returned = batch_mean, returned_var
+        else:
+            if mean is None or variance is None:
+                raise ValueError("fused_batch_norm: mean and variance must be given when "
+                                 "is_training is False")
+            mean = array_ops.stop_gradient(convert(mean, "mean", dtype=compute))
+            variance = array_ops.stop_gradient(convert(variance, "variance", dtype=compute))
+            y = batch_normalization(xc, _vec(mean, vec_shape), _vec(variance, vec_shape),
+                                    _vec(offset, vec_shape), _vec(scale, vec_shape), epsilon)
+            returned = mean, variance
+        if compute != x.dtype:
+            y = math_ops.cast(y, x.dtype)
+        y = array_ops.identity(y, name="y")
+        return (y, array_ops.stop_gradient(returned[0], name="batch_mean"),
+                array_ops.stop_gradient(returned[1], name="batch_variance"))
+
+
+def _check_empty(t, what):
+    dims = convert(t, what).shape.as_tuple_or_none()
+    if dims is not None and dims != (0,):
+        raise ValueError(f"fused_batch_norm: {what} must be None (or empty) when is_training is "
+                         f"True: the batch's own statistics are used")
+
+
+def _vec(v, shape):
+    return v if shape == [-1] else array_ops.reshape(v, shape)
+
+
+def _count(x, axes):
+    """Elements per channel, as a float tensor of x's dtype (static when known)."""
+    dims = x.shape.as_tuple_or_none()
+    if dims is not None and all(dims[a] is not None for a in axes):
+        n = 1
+        for a in axes:
+            n *= dims[a]
+        return _ops.convert_to_tensor(float(n), dtype=x.dtype)
+    shape = array_ops.shape(x)
+    return math_ops.cast(reduce_prod(slicing_ops.gather(shape, axes)), x.dtype)

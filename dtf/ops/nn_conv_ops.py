@@ -250,13 +250,8 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding
         depthwise_filter = convert(depthwise_filter, "depthwise_filter", dtype=input.dtype)
         pointwise_filter = convert(pointwise_filter, "pointwise_filter", dtype=input.dtype)
         pd = pointwise_filter.shape.as_tuple_or_none()
-        dd = depthwise_filter.shape.as_tuple_or_none()
-        if pd is not None and (pd[0] != 1 or pd[1] != 1):
+        if pd is not None and (len(pd) != 4 or pd[0] not in (1, None) or pd[1] not in (1, None)):
             raise ValueError(f"Shape must be [1, 1, in, out] for pointwise_filter, got {list(pd)}")
-        if pd is not None and dd is not None and None not in (dd[2], dd[3], pd[2]) \
-                and dd[2] * dd[3] > pd[2]:
-            raise ValueError(f"Refusing to perform an overparameterized separable convolution: "
-                             f"channels * multiplier = {dd[2] * dd[3]} > out_channels = {pd[2]}")
         depthwise = depthwise_conv2d_native(input, depthwise_filter, strides, padding,
                                             data_format, dilations=[1, *rate, 1], name="depthwise")
         return conv2d(depthwise, pointwise_filter, [1, 1, 1, 1], padding="VALID",

@@ -46,7 +46,8 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
     """Batch normalization of a 4-D (or 5-D) ``x`` over all but the channel axis.
 
     Returns ``(y, batch_mean, batch_variance)``: in training the statistics of this batch
-    (variance Bessel-corrected), otherwise ``mean`` and ``variance`` themselves.
+    (variance Bessel-corrected; ``mean`` and ``variance`` are ignored), otherwise ``mean``
+    and ``variance`` themselves.
     """
     with _ops.name_scope(name, "FusedBatchNormV3", [x, scale, offset, mean, variance]):
         x = convert(x, "input")
@@ -63,9 +64,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
         offset = convert(offset, "offset", dtype=compute)
         epsilon = max(float(epsilon), _MIN_FUSED_EPSILON)
         if is_training:
-            if mean is not None or variance is not None:
-                _check_empty(mean, "mean")
-                _check_empty(variance, "variance")
+            # A given mean and variance are ignored, as by TF's kernel in graph mode.
             batch_mean, batch_var = moments(xc, axes)
             n = _count(xc, axes)
             returned_var = batch_var * (n / math_ops.maximum(n - 1.0, 1.0))
@@ -86,13 +85,6 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
         y = array_ops.identity(y, name="y")
         return (y, array_ops.stop_gradient(returned[0], name="batch_mean"),
                 array_ops.stop_gradient(returned[1], name="batch_variance"))
-
-
-def _check_empty(t, what):
-    dims = convert(t, what).shape.as_tuple_or_none()
-    if dims is not None and dims != (0,):
-        raise ValueError(f"fused_batch_norm: {what} must be None (or empty) when is_training is "
-                         f"True: the batch's own statistics are used")
 
 
 def _vec(v, shape):

@@ -213,6 +213,19 @@ class Layer:
                 self.add_loss(loss / batch)
 
 
+# -- the kernel and bias most layers make ------------------------------------------------------------
+def add_kernel(layer, shape, name="kernel", prefix="kernel"):
+    """A weight configured by the layer's ``<prefix>_initializer/_regularizer/_constraint``."""
+    return layer.add_weight(name, shape=shape, initializer=getattr(layer, f"{prefix}_initializer"),
+                            regularizer=getattr(layer, f"{prefix}_regularizer"),
+                            constraint=getattr(layer, f"{prefix}_constraint"))
+
+
+def add_bias(layer, units):
+    """The layer's ``bias`` of ``units`` entries, or None when ``use_bias`` is off."""
+    return add_kernel(layer, [units], "bias", "bias") if layer.use_bias else None
+
+
 # -- argument normalizers (TF's conv_utils), shared by the layer families -----------------------------
 def normalize_tuple(value, n, name):
     """An int or n ints as an n-tuple; anything else is a ValueError naming ``name``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, nn_conv_ops, nn_ops
-from .base import (Layer, get_activation, normalize_data_format, normalize_padding,
+from .base import (Layer, add_bias, add_kernel, get_activation, normalize_data_format, normalize_padding,
                    normalize_tuple, require_channels_last)
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "SeparableConv2D",
@@ -57,16 +57,8 @@ class _Conv(Layer):
 
     def build(self, input_shape):
         channels = self._input_channels(input_shape)
-        self.kernel = self.add_weight("kernel", shape=self._kernel_shape(channels),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.filters],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
+        self.kernel = add_kernel(self, self._kernel_shape(channels))
+        self.bias = add_bias(self, self.filters)
         self.built = True
 
     def _convolve(self, inputs):
@@ -182,20 +174,13 @@ class SeparableConv2D(_Conv):
 
     def build(self, input_shape):
         channels = self._input_channels(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel", shape=list(self.kernel_size) + [channels, self.depth_multiplier],
-            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
-            constraint=self.depthwise_constraint)
-        self.pointwise_kernel = self.add_weight(
-            "pointwise_kernel", shape=[1, 1, channels * self.depth_multiplier, self.filters],
-            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
-            constraint=self.pointwise_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.filters],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
+        self.depthwise_kernel = add_kernel(
+            self, list(self.kernel_size) + [channels, self.depth_multiplier], "depthwise_kernel",
+            "depthwise")
+        self.pointwise_kernel = add_kernel(
+            self, [1, 1, channels * self.depth_multiplier, self.filters], "pointwise_kernel",
+            "pointwise")
+        self.bias = add_bias(self, self.filters)
         self.built = True
 
     def _convolve(self, inputs):

@@ -5,7 +5,7 @@ import numbers
 
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, linalg_ops, nn_ops
-from .base import Layer, get_activation, normalize_data_format, smart_select
+from .base import Layer, add_bias, add_kernel, get_activation, normalize_data_format, smart_select
 
 __all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
 
@@ -37,16 +37,8 @@ class Dense(Layer):
         if last is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. "
                              "Found `None`.")
-        self.kernel = self.add_weight("kernel", shape=[last, self.units],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.units],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
+        self.kernel = add_kernel(self, [last, self.units])
+        self.bias = add_bias(self, self.units)
         self.built = True
 
     def call(self, inputs):

@@ -14,10 +14,11 @@ import numbers
 
 from dtf.framework import ops as _ops
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
-from dtf.kernels.reference.nn import window_geometry
 from . import array_ops, slicing_ops
 from .common import convert, shape_from_tensor
-from .nn_ops import _PADDINGS, _dims, _merge, _register, _shape_error, conv2d, max_pool, avg_pool
+from .nn_ops import (_PADDINGS, _dims, _merge, _register, _shape_error, _spatial_out, avg_pool,
+                     conv2d, max_pool)
+from .nn_ops import _get_sequence as _sequence
 
 __all__ = ["conv1d", "conv3d", "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d",
            "atrous_conv2d", "max_pool3d", "avg_pool3d", "max_pool1d", "avg_pool1d",
@@ -25,20 +26,6 @@ __all__ = ["conv1d", "conv3d", "depthwise_conv2d", "depthwise_conv2d_native", "s
 
 
 # -- argument checks shared by the n-d ops ------------------------------------------------------------
-def _sequence(value, n, name):
-    """An int, 1, n or n + 2 ints as the n + 2 channels-last values (TF's _get_sequence)."""
-    if value is None:
-        value = [1]
-    elif isinstance(value, numbers.Integral):
-        value = [value]
-    value = [int(v) for v in value]
-    if len(value) == n + 2:
-        return value
-    if len(value) not in (1, n):
-        raise ValueError(f"{name} should be of length 1, {n} or {n + 2} but was {len(value)}")
-    return [1] + (value * n if len(value) == 1 else value) + [1]
-
-
 def _check_padding(padding):
     if padding not in _PADDINGS:
         raise ValueError(f"Value for attr 'padding' of \"{padding}\" is not in the list of allowed "
@@ -65,16 +52,7 @@ def _check_strides(strides, what="strides"):
 # -- shape inference of the n-d window ops --------------------------------------------------------------
 def _window_out(attrs, inputs, spatial, k_sizes):
     """Output spatial sizes (None where unknown); VALID windows must fit (TF's check)."""
-    out = []
-    for size, k, s in zip(spatial, k_sizes, attrs["strides"][1:-1]):
-        if size is None or k is None:
-            out.append(None)
-            continue
-        if attrs["padding"] == "VALID" and size < k:
-            raise _shape_error(attrs, inputs, f"Computed output size would be negative: {size - k} "
-                               f"[input_size: {size}, effective_filter_size: {k}, stride: {s}]")
-        out.append(window_geometry(size, k, s, attrs["padding"])[0])
-    return out
+    return _spatial_out([None, *spatial], list(k_sizes), attrs, inputs)
 
 
 def _conv_infer(rank, depthwise=False):
@@ -165,6 +143,21 @@ def _dilations(dilations, n, strides):
     return d[1:-1]
 
 
+def _window_conv(op_type, formats, input, filter, strides, padding, data_format,  # noqa: A002
+                 dilations, name):
+    """A convolution op over channels-last ``formats[0]``; dilation zero-fills the filter."""
+    data_format = _channels_last(data_format, formats, formats[0])
+    n = len(formats[0]) - 2
+    strides = _check_strides(_sequence(strides, n, "strides"))
+    rates = _dilations(dilations, n, strides)
+    with _ops.name_scope(name, op_type, [input, filter]) as scope:
+        input = convert(input, "input")  # noqa: A001
+        filter = dilate_filter(convert(filter, "filter", dtype=input.dtype), rates)  # noqa: A001
+        attrs = {"T": input.dtype, "strides": strides, "padding": _check_padding(padding),
+                 "data_format": data_format, "dilations": [1] * (n + 2)}
+        return _ops.make_tensor(op_type, [input, filter], attrs, name=scope)
+
+
 # -- conv1d, conv3d ---------------------------------------------------------------------------------------
 def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
            data_format=None, name=None, input=None, dilations=None):  # noqa: A002
@@ -190,15 +183,8 @@ def conv3d(input, filter=None, strides=None, padding=None, data_format="NDHWC", 
     if filter is not None and filters is not None:
         raise ValueError("Cannot specify both 'filters' and 'filter'")
     filter = filters if filter is None else filter  # noqa: A001
-    data_format = _channels_last(data_format, ("NDHWC", "NCDHW"), "NDHWC")
-    strides = _check_strides(_sequence(strides, 3, "strides"))
-    dil = _dilations(dilations, 3, strides)
-    with _ops.name_scope(name, "Conv3D", [input, filter]) as scope:
-        input = convert(input, "input")  # noqa: A001
-        filter = dilate_filter(convert(filter, "filter", dtype=input.dtype), dil)  # noqa: A001
-        attrs = {"T": input.dtype, "strides": strides, "padding": _check_padding(padding),
-                 "data_format": data_format, "dilations": [1] * 5}
-        return _ops.make_tensor("Conv3D", [input, filter], attrs, name=scope)
+    return _window_conv("Conv3D", ("NDHWC", "NCDHW"), input, filter, strides, padding,
+                        data_format, dilations, name)
 
 
 # -- depthwise, separable, atrous --------------------------------------------------------------------------
@@ -206,15 +192,8 @@ def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",
                             dilations=(1, 1, 1, 1), name=None):
     """Each input channel k convolved with its own filter[:, :, k, j], giving output channel
     k * channel_multiplier + j."""
-    data_format = _channels_last(data_format, ("NHWC", "NCHW"), "NHWC")
-    strides = _check_strides(_sequence(strides, 2, "strides"))
-    dil = _dilations(dilations, 2, strides)
-    with _ops.name_scope(name, "DepthwiseConv2dNative", [input, filter]) as scope:
-        input = convert(input, "input")  # noqa: A001
-        filter = dilate_filter(convert(filter, "filter", dtype=input.dtype), dil)  # noqa: A001
-        attrs = {"T": input.dtype, "strides": strides, "padding": _check_padding(padding),
-                 "data_format": data_format, "dilations": [1, 1, 1, 1]}
-        return _ops.make_tensor("DepthwiseConv2dNative", [input, filter], attrs, name=scope)
+    return _window_conv("DepthwiseConv2dNative", ("NHWC", "NCHW"), input, filter, strides,
+                        padding, data_format, dilations, name)
 
 
 def _rate(rate, dilations):

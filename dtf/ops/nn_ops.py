@@ -419,9 +419,10 @@ def _window_attrs(dtype, strides, padding, data_format, **extra):
 
 
 def _spatial_out(dims, k_hw, attrs, inputs):
-    """Output height and width (None where unknown); VALID windows must fit (TF's check)."""
+    """Output height and width (None where unknown); VALID windows must fit (TF's check).
+    Any number of spatial dims: one per entry of ``k_hw``."""
     out = []
-    for i in (0, 1):
+    for i in range(len(k_hw)):
         size, k, s = dims[1 + i], k_hw[i], attrs["strides"][1 + i]
         if size is None or k is None:
             out.append(None)

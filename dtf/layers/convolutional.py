@@ -1,17 +1,18 @@
-"""tf.layers convolutions: Conv1D, Conv2D, Conv3D, Conv2DTranspose, SeparableConv2D and
-their functional forms. Variables: ``kernel`` and ``bias`` (separable: ``depthwise_kernel``,
-``pointwise_kernel``, ``bias``), shaped as TF shapes them."""
+"""tf.layers convolutions: Conv1D/2D/3D, Conv2DTranspose/Conv3DTranspose,
+SeparableConv1D/2D and their functional forms. Variables: ``kernel`` and ``bias``
+(separable: ``depthwise_kernel``, ``pointwise_kernel``, ``bias``), shaped as TF shapes them."""
 from __future__ import annotations
 
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, nn_conv_ops, nn_ops
-from .base import (Layer, add_bias, add_kernel, get_activation, normalize_data_format, normalize_padding,
-                   normalize_tuple, require_channels_last)
+from .base import (Layer, add_bias, add_kernel, get_activation, normalize_data_format,
+                   normalize_padding, normalize_tuple, require_channels_last)
 
-__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "SeparableConv2D",
-           "Convolution1D", "Convolution2D", "Convolution3D", "Convolution2DTranspose",
-           "SeparableConvolution2D", "conv1d", "conv2d", "conv3d", "conv2d_transpose",
-           "separable_conv2d"]
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose",
+           "SeparableConv1D", "SeparableConv2D", "Convolution1D", "Convolution2D",
+           "Convolution3D", "Convolution2DTranspose", "Convolution3DTranspose",
+           "SeparableConvolution1D", "SeparableConvolution2D", "conv1d", "conv2d", "conv3d",
+           "conv2d_transpose", "conv3d_transpose", "separable_conv1d", "separable_conv2d"]
 
 _ZEROS = init_ops.zeros_initializer()
 
@@ -132,16 +133,28 @@ class Conv2DTranspose(_Conv):
         dims = inputs.shape.as_tuple_or_none()
         shape = array_ops.shape(inputs)
         out = []
-        for i in (0, 1):
+        for i in range(self.rank):
             size = dims[1 + i] if dims[1 + i] is not None else shape[1 + i]
             out.append(deconv_output_length(size, self.kernel_size[i], self.padding,
                                             self.strides[i]))
-        output_shape = array_ops.stack([shape[0], out[0], out[1], self.filters])
-        outputs = nn_ops.conv2d_transpose(inputs, self.kernel, output_shape,
-                                          [1, *self.strides, 1], padding=self.padding.upper())
+        output_shape = array_ops.stack([shape[0], *out, self.filters])
+        transpose = nn_ops.conv2d_transpose if self.rank == 2 else nn_conv_ops.conv3d_transpose
+        outputs = transpose(inputs, self.kernel, output_shape, [1, *self.strides, 1],
+                            padding=self.padding.upper())
         outputs.set_shape([dims[0], *[o if isinstance(o, int) else None for o in out],
                            self.filters])
         return outputs
+
+
+class Conv3DTranspose(Conv2DTranspose):
+    """Transposed 3-D convolution (the gradient of conv3d), kernel [d, h, w, filters, in]."""
+
+    rank = 3
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid",
+                 data_format="channels_last", **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, **kwargs)
 
 
 class SeparableConv2D(_Conv):
@@ -178,7 +191,8 @@ class SeparableConv2D(_Conv):
             self, list(self.kernel_size) + [channels, self.depth_multiplier], "depthwise_kernel",
             "depthwise")
         self.pointwise_kernel = add_kernel(
-            self, [1, 1, channels * self.depth_multiplier, self.filters], "pointwise_kernel",
+            self, [1] * self.rank + [channels * self.depth_multiplier, self.filters],
+            "pointwise_kernel",
             "pointwise")
         self.bias = add_bias(self, self.filters)
         self.built = True
@@ -189,8 +203,34 @@ class SeparableConv2D(_Conv):
                                             rate=self.dilation_rate)
 
 
+class SeparableConv1D(SeparableConv2D):
+    """SeparableConv2D over [batch, width, channels], computed on an added height axis of 1
+    (as TF computes it); padding may be "causal"."""
+
+    rank = 1
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, depth_multiplier=1, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, dilation_rate=dilation_rate,
+                         depth_multiplier=depth_multiplier, **kwargs)
+
+    def _convolve(self, inputs):
+        padding = self.padding.upper()
+        if self.padding == "causal":
+            left = self.dilation_rate[0] * (self.kernel_size[0] - 1)
+            inputs = array_ops.pad(inputs, [[0, 0], [left, 0], [0, 0]])
+            padding = "VALID"
+        outputs = nn_conv_ops.separable_conv2d(
+            array_ops.expand_dims(inputs, 1), array_ops.expand_dims(self.depthwise_kernel, 0),
+            array_ops.expand_dims(self.pointwise_kernel, 0), [1, 1, self.strides[0], 1], padding,
+            rate=[1, self.dilation_rate[0]])
+        return array_ops.squeeze(outputs, [1])
+
+
 Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D
 Convolution2DTranspose, SeparableConvolution2D = Conv2DTranspose, SeparableConv2D
+Convolution3DTranspose, SeparableConvolution1D = Conv3DTranspose, SeparableConv1D
 
 
 def _functional(cls, doc):
@@ -210,6 +250,12 @@ conv2d_transpose = _functional(Conv2DTranspose,
 separable_conv2d = _functional(SeparableConv2D,
                                "Functional interface of the depthwise separable 2-D convolution "
                                "layer.")
+conv3d_transpose = _functional(Conv3DTranspose,
+                               "Functional interface of the transposed 3-D convolution layer.")
+separable_conv1d = _functional(SeparableConv1D,
+                               "Functional interface of the depthwise separable 1-D convolution "
+                               "layer.")
 for _fn, _name in ((conv1d, "conv1d"), (conv2d, "conv2d"), (conv3d, "conv3d"),
-                   (conv2d_transpose, "conv2d_transpose"), (separable_conv2d, "separable_conv2d")):
+                   (conv2d_transpose, "conv2d_transpose"), (separable_conv2d, "separable_conv2d"),
+                   (conv3d_transpose, "conv3d_transpose"), (separable_conv1d, "separable_conv1d")):
     _fn.__name__ = _name

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 
+from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import array_ops, slicing_ops
@@ -20,7 +21,7 @@ from .nn_ops import (_PADDINGS, _dims, _merge, _register, _shape_error, _spatial
                      conv2d, max_pool)
 from .nn_ops import _get_sequence as _sequence
 
-__all__ = ["conv1d", "conv3d", "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d",
+__all__ = ["conv1d", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d",
            "atrous_conv2d", "max_pool3d", "avg_pool3d", "max_pool1d", "avg_pool1d",
            "max_pool2d", "avg_pool2d", "dilate_filter"]
 
@@ -185,6 +186,54 @@ def conv3d(input, filter=None, strides=None, padding=None, data_format="NDHWC", 
     filter = filters if filter is None else filter  # noqa: A001
     return _window_conv("Conv3D", ("NDHWC", "NCDHW"), input, filter, strides, padding,
                         data_format, dilations, name)
+
+
+def conv3d_transpose(value, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
+                     data_format="NDHWC", name=None, input=None, filters=None, dilations=None):
+    """The gradient of conv3d with respect to its input; filter [d, h, w, out, in]."""
+    value = input if value is None else value
+    filter = filters if filter is None else filter  # noqa: A001
+    data_format = _channels_last(data_format, ("NDHWC", "NCDHW"), "NDHWC")
+    if _sequence(dilations, 3, "dilations") != [1] * 5:
+        raise ValueError("conv3d_transpose supports only dilations of 1")
+    with _ops.name_scope(name, "conv3d_transpose", [value, filter, output_shape]) as scope:
+        value = convert(value, "value")
+        filter = convert(filter, "filter", dtype=value.dtype)  # noqa: A001
+        output_shape = convert(output_shape, "output_shape", hint=dtypes.int32)
+        fd, vd = filter.shape.as_tuple_or_none(), value.shape.as_tuple_or_none()
+        if fd and vd and None not in (fd[-1], vd[-1]) and fd[-1] != vd[-1]:
+            raise ValueError(f"input channels does not match filter's input channels, "
+                             f"{vd[-1]} != {fd[-1]}")
+        attrs = {"T": value.dtype, "strides": _check_strides(_sequence(strides, 3, "strides")),
+                 "padding": _check_padding(padding), "data_format": data_format,
+                 "dilations": [1] * 5}
+        return _ops.make_tensor("Conv3DBackpropInputV2", [output_shape, filter, value], attrs,
+                                name=scope)
+
+
+_CONV_BY_RANK = {3: conv1d, 4: conv2d, 5: conv3d}
+
+
+def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None,  # noqa: A002
+                name=None, data_format=None, filters=None, dilations=None):
+    """conv1d, conv2d or conv3d by the rank of ``input`` (3, 4 or 5), channels last."""
+    if filter is not None and filters is not None:
+        raise ValueError("Cannot specify both 'filters' and 'filter'")
+    if dilation_rate is not None and dilations is not None:
+        raise ValueError("Cannot specify both 'dilation_rate' and 'dilations'")
+    filter = filters if filter is None else filter  # noqa: A001
+    input = convert(input, "input")  # noqa: A001
+    rank = input.shape.ndims
+    if rank not in _CONV_BY_RANK:
+        raise ValueError(f"convolution: input must be of rank 3, 4 or 5 (known), got shape "
+                         f"{input.shape}")
+    n = rank - 2
+    strides = [1, *([1] * n if strides is None else _sequence(strides, n, "strides")[1:-1]), 1]
+    rates = dilation_rate if dilations is None else dilations
+    rates = [1, *([1] * n if rates is None else _sequence(rates, n, "dilation_rate")[1:-1]), 1]
+    with _ops.name_scope(name, "convolution", [input, filter]) as scope:
+        return _CONV_BY_RANK[rank](input, filter, strides, padding, data_format=data_format,
+                                   dilations=rates, name=scope)
 
 
 # -- depthwise, separable, atrous --------------------------------------------------------------------------

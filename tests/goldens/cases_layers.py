@@ -182,6 +182,31 @@ def separable_conv2d_layer(tf):
 
 
 @case(rtol=1e-4, atol=1e-5)
+def conv3d_transpose_layer(tf):
+    return _layer_case(tf, 21, [None, 2, 3, 2, 2], lambda rng: tf.layers.Conv3DTranspose(
+        2, (2, 2, 3), strides=(2, 1, 2), padding="same", activation=tf.nn.relu,
+        kernel_initializer=tf.constant_initializer(_init(rng, 2, 2, 3, 2, 2)),
+        bias_initializer=tf.constant_initializer(_init(rng, 2))))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def separable_conv1d_layer(tf):
+    return _layer_case(tf, 22, [None, 9, 2], lambda rng: tf.layers.SeparableConv1D(
+        3, 3, strides=2, padding="same", depth_multiplier=2,
+        depthwise_initializer=tf.constant_initializer(_init(rng, 3, 2, 2)),
+        pointwise_initializer=tf.constant_initializer(_init(rng, 1, 4, 3)),
+        bias_initializer=tf.constant_initializer(_init(rng, 3))))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def separable_conv1d_layer_causal(tf):
+    return _layer_case(tf, 23, [2, 7, 2], lambda rng: tf.layers.SeparableConv1D(
+        2, 2, padding="causal", dilation_rate=2, use_bias=False,
+        depthwise_initializer=tf.constant_initializer(_init(rng, 2, 2, 1)),
+        pointwise_initializer=tf.constant_initializer(_init(rng, 1, 2, 2))))
+
+
+@case(rtol=1e-4, atol=1e-5)
 def functional_conv_forms(tf):
     rng = np.random.RandomState(12)
     x = tf.placeholder(tf.float32, [2, 6, 6, 2])
@@ -197,7 +222,12 @@ def functional_conv_forms(tf):
         _init(rng, 3, 6, 2)))
     g = tf.layers.conv3d(tf.reshape(x, [2, 3, 4, 6, 1]), 1, 2, kernel_initializer=tf.constant_initializer(
         _init(rng, 2, 2, 2, 1, 1)))
-    return _fetch(tf, {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "g": g,
+    h = tf.layers.conv3d_transpose(tf.reshape(x, [2, 3, 4, 6, 1]), 2, 2, kernel_initializer=(
+        tf.constant_initializer(_init(rng, 2, 2, 2, 2, 1))))
+    i = tf.layers.separable_conv1d(tf.reshape(x, [2, 12, 6]), 2, 3, depthwise_initializer=(
+        tf.constant_initializer(_init(rng, 3, 6, 1))), pointwise_initializer=(
+        tf.constant_initializer(_init(rng, 1, 6, 2))))
+    return _fetch(tf, {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "g": g, "h": h, "i": i,
                        "names": _names(tf.global_variables())},
                   {x: rng.randn(2, 6, 6, 2).astype(F32)})
 

@@ -161,3 +161,19 @@ def dropout_noise_shape_broadcasts_one_mask(tf):
     rows_equal = tf.reduce_all(tf.equal(y, y[:1]))
     values_ok = tf.reduce_all(tf.logical_or(tf.equal(y, 0.0), tf.equal(y, 2.0)))
     return {"rows_equal": rows_equal, "values_ok": values_ok, "shape": tf.shape(y)}
+
+
+@case(rtol=1e-4, atol=1e-4)
+def conv3d_transpose(tf):
+    return _values_and_grads(
+        tf, lambda v, w: tf.nn.conv3d_transpose(v, w, [2, 5, 4, 6, 2], [1, 2, 1, 2, 1], "SAME"),
+        [(2, 3, 4, 3, 3), (2, 3, 2, 2, 3)], 16)
+
+
+@case(rtol=1e-4, atol=1e-4)
+def convolution_by_rank(tf):
+    def build(x1, w1, x2, w2):
+        a = tf.nn.convolution(x1, w1, "SAME", strides=[2])
+        b = tf.nn.convolution(x2, w2, "VALID", dilation_rate=[2, 1])
+        return tf.concat([tf.reshape(a, [-1]), tf.reshape(b, [-1])], 0)
+    return _values_and_grads(tf, build, [(2, 7, 2), (3, 2, 3), (1, 6, 5, 2), (2, 2, 2, 2)], 17)

@@ -46,9 +46,58 @@ def _unique_layer_name(base):
     return f"{base}_{uids[base]}"
 
 
+class InputSpec:
+    """What a layer accepts (rank bounds, dtype, fixed axis sizes); ``layer.input_spec``
+    is checked on every call, naming the layer and what did not match."""
+
+    def __init__(self, dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None,
+                 axes=None):
+        self.dtype = None if dtype is None else dtypes.as_dtype(dtype).name
+        self.shape = None if shape is None else tuple(shape)
+        self.ndim = len(self.shape) if self.shape is not None else ndim
+        self.max_ndim, self.min_ndim = max_ndim, min_ndim
+        self.axes = dict(axes or {})
+
+    def __repr__(self):
+        return (f"InputSpec(dtype={self.dtype}, shape={self.shape}, ndim={self.ndim}, "
+                f"max_ndim={self.max_ndim}, min_ndim={self.min_ndim}, axes={self.axes})")
+
+
+def _check_input_spec(spec, x, layer_name):
+    where = f"Input 0 of layer {layer_name} is incompatible with the layer"
+    dims = x.shape.as_tuple_or_none()
+    if dims is None:
+        if spec.ndim is not None or spec.min_ndim is not None or spec.max_ndim is not None:
+            raise ValueError(f"{where}: its rank is undefined, but the layer requires a defined "
+                             "rank.")
+        return
+    full = list(dims)
+    if spec.ndim is not None and len(dims) != spec.ndim:
+        raise ValueError(f"{where}: expected ndim={spec.ndim}, found ndim={len(dims)}. Full shape "
+                         f"received: {full}")
+    if spec.max_ndim is not None and len(dims) > spec.max_ndim:
+        raise ValueError(f"{where}: expected max_ndim={spec.max_ndim}, found ndim={len(dims)}")
+    if spec.min_ndim is not None and len(dims) < spec.min_ndim:
+        raise ValueError(f"{where}: expected min_ndim={spec.min_ndim}, found ndim={len(dims)}. "
+                         f"Full shape received: {full}")
+    if spec.dtype is not None and x.dtype.base_dtype.name != spec.dtype:
+        raise ValueError(f"{where}: expected dtype={spec.dtype}, found dtype={x.dtype.name}")
+    for axis, value in spec.axes.items():
+        if value is not None and dims[axis] not in (value, None):
+            raise ValueError(f"{where}: expected axis {axis} of input shape to have value "
+                             f"{value} but received input with shape {full}")
+    if spec.shape is not None:
+        for want, got in zip(spec.shape, dims):
+            if want is not None and got is not None and want != got:
+                raise ValueError(f"Input 0 is incompatible with layer {layer_name}: expected "
+                                 f"shape={spec.shape}, found shape={tuple(dims)}")
+
+
 class Layer:
     """Base layer: ``build(input_shape)`` makes the variables once, ``call(inputs)`` the ops;
     ``layer(inputs)`` (or ``layer.apply``) runs both inside the layer's variable scope."""
+
+    input_spec = None  # an InputSpec checked on each call (a class default: subclasses set it)
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         scope = kwargs.pop("_scope", None)
@@ -189,6 +238,8 @@ class Layer:
             self._current_scope = vscope
             with _ops.name_scope(vscope.original_name_scope):
                 inputs = _ops.convert_to_tensor(inputs, name="inputs")
+                if self.input_spec is not None:
+                    _check_input_spec(self.input_spec, inputs, self.name)
                 if not self.built:
                     if self._dtype is None:
                         self._dtype = inputs.dtype.base_dtype

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, nn_conv_ops, nn_ops
-from .base import (Layer, add_bias, add_kernel, get_activation, normalize_data_format,
+from .base import (InputSpec, Layer, add_bias, add_kernel, get_activation, normalize_data_format,
                    normalize_padding, normalize_tuple, require_channels_last)
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose",
@@ -42,16 +42,14 @@ class _Conv(Layer):
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.input_spec = InputSpec(ndim=n + 2)
 
     def _input_channels(self, input_shape):
-        dims = TensorShape(input_shape).as_tuple_or_none()
-        if dims is not None and len(dims) != self.rank + 2:
-            raise ValueError(f"Input 0 of layer {self.name} is incompatible with the layer: "
-                             f"expected ndim={self.rank + 2}, found ndim={len(dims)}. Full shape "
-                             f"received: {list(dims)}")
-        if dims is None or dims[-1] is None:
+        channels = TensorShape(input_shape).as_tuple_or_none()[-1]
+        if channels is None:
             raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-        return dims[-1]
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
+        return channels
 
     def _kernel_shape(self, channels):
         return list(self.kernel_size) + [channels, self.filters]

@@ -5,7 +5,7 @@ import numbers
 
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, linalg_ops, nn_ops
-from .base import Layer, add_bias, add_kernel, get_activation, normalize_data_format, smart_select
+from .base import InputSpec, Layer, add_bias, add_kernel, get_activation, normalize_data_format, smart_select
 
 __all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
 
@@ -26,17 +26,14 @@ class Dense(Layer):
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
-        input_shape = TensorShape(input_shape)
-        if input_shape.ndims is not None and input_shape.ndims < 2:
-            raise ValueError(f"Input 0 of layer {self.name} is incompatible with the layer: "
-                             f"expected min_ndim=2, found ndim={input_shape.ndims}. Full shape "
-                             f"received: {input_shape.as_list()}")
-        last = input_shape.as_tuple_or_none()[-1] if input_shape.ndims else None
+        last = TensorShape(input_shape).as_tuple_or_none()[-1]
         if last is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. "
                              "Found `None`.")
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: last})
         self.kernel = add_kernel(self, [last, self.units])
         self.bias = add_bias(self, self.units)
         self.built = True

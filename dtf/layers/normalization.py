@@ -14,7 +14,7 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, math_ops, nn_norm_ops, nn_ops, state_ops
-from .base import Layer, constant_value, smart_select
+from .base import InputSpec, Layer, constant_value, smart_select
 
 __all__ = ["BatchNormalization", "BatchNorm", "batch_normalization"]
 
@@ -71,6 +71,7 @@ class BatchNormalization(Layer):
         if not 0 <= axis < rank:
             raise ValueError(f"Invalid axis: {self.axis}")
         self.axis = axis
+        self.input_spec = InputSpec(ndim=rank, axes={axis: dims[axis]})
         if dims[axis] is None:
             raise ValueError(f"Input has undefined `axis` dimension. Received input with shape "
                              f"{TensorShape(input_shape)}. Axis value: {[axis]}")

@@ -3,7 +3,7 @@ forms (channels_last)."""
 from __future__ import annotations
 
 from dtf.ops import nn_conv_ops, nn_ops
-from .base import (Layer, normalize_data_format, normalize_padding, normalize_tuple,
+from .base import (InputSpec, Layer, normalize_data_format, normalize_padding, normalize_tuple,
                    require_channels_last)
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
@@ -31,6 +31,7 @@ class _Pooling(Layer):
         self.padding = normalize_padding(padding)
         self.data_format = normalize_data_format(data_format)
         require_channels_last(self.data_format, type(self).__name__)
+        self.input_spec = InputSpec(ndim=n + 2)
 
     def call(self, inputs):
         pool = _POOLS[(self.rank, self.is_max)]

@@ -143,3 +143,27 @@ def test_separable_and_transposed_layers_have_gradients():
     tconv = tf.layers.Conv2DTranspose(2, 3, strides=2, kernel_initializer=tf.constant_initializer(
         rng.randn(3, 3, 2, 2)))
     _check_input_gradient(tconv, rng.randn(1, 3, 3, 2))
+
+
+def test_input_spec_is_checked_on_every_call():
+    class Square(tf.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.input_spec = tf.layers.InputSpec(ndim=2, axes={-1: 3}, dtype=tf.float32)
+
+        def call(self, inputs):
+            return inputs * inputs
+
+    layer = Square()
+    layer(tf.placeholder(tf.float32, [None, 3]))
+    with pytest.raises(ValueError, match="layer square_1 is incompatible with the layer: expected "
+                                         "axis -1 of input shape to have value 3"):
+        layer(tf.placeholder(tf.float32, [None, 4]))
+    with pytest.raises(ValueError, match="expected dtype=float32, found dtype=float64"):
+        layer(tf.placeholder(tf.float64, [None, 3]))
+    with pytest.raises(ValueError, match="its rank is undefined"):
+        tf.layers.dense(tf.placeholder(tf.float32), 2)
+    dense = tf.layers.Dense(2)
+    dense(tf.placeholder(tf.float32, [None, 3]))
+    with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
+        dense(tf.placeholder(tf.float32, [None, 5]))

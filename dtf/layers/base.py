@@ -93,6 +93,21 @@ def _check_input_spec(spec, x, layer_name):
                                  f"shape={spec.shape}, found shape={tuple(dims)}")
 
 
+_CALL_ARGUMENTS: dict = {}
+
+
+def _call_arguments(cls):
+    """The keyword arguments ``cls.call`` takes (cached per class)."""
+    if cls not in _CALL_ARGUMENTS:
+        import inspect  # here, not at import: inspect costs start-up time
+
+        params = inspect.signature(cls.call).parameters.values()
+        takes_any = any(p.kind == p.VAR_KEYWORD for p in params)
+        names = {p.name for p in params}
+        _CALL_ARGUMENTS[cls] = names | ({"training"} if takes_any else set())
+    return _CALL_ARGUMENTS[cls]
+
+
 class Layer:
     """Base layer: ``build(input_shape)`` makes the variables once, ``call(inputs)`` the ops;
     ``layer(inputs)`` (or ``layer.apply``) runs both inside the layer's variable scope."""
@@ -237,14 +252,24 @@ class Layer:
         with vs.variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False) as vscope:
             self._current_scope = vscope
             with _ops.name_scope(vscope.original_name_scope):
-                inputs = _ops.convert_to_tensor(inputs, name="inputs")
+                if isinstance(inputs, (list, tuple)):  # several inputs: each its own tensor
+                    inputs = type(inputs)(_ops.convert_to_tensor(t) for t in inputs)
+                    first, shapes = inputs[0], [t.shape for t in inputs]
+                else:
+                    inputs = first = _ops.convert_to_tensor(inputs, name="inputs")
+                    shapes = inputs.shape
                 if self.input_spec is not None:
-                    _check_input_spec(self.input_spec, inputs, self.name)
+                    _check_input_spec(self.input_spec, first, self.name)
                 if not self.built:
                     if self._dtype is None:
-                        self._dtype = inputs.dtype.base_dtype
-                    self.build(inputs.shape)
+                        self._dtype = first.dtype.base_dtype
+                    self.build(shapes)
                     self.built = True
+                accepted = _call_arguments(type(self))
+                if "training" not in accepted:
+                    kwargs.pop("training", None)  # as Keras: layers without one ignore it
+                if "scope" in accepted:
+                    kwargs["scope"] = vscope
                 outputs = self.call(inputs, *args, **kwargs)
                 if self._activity_regularizer is not None:
                     self._add_activity_loss(outputs)

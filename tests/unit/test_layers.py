@@ -167,3 +167,23 @@ def test_input_spec_is_checked_on_every_call():
     dense(tf.placeholder(tf.float32, [None, 3]))
     with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
         dense(tf.placeholder(tf.float32, [None, 5]))
+
+
+def test_layers_take_several_inputs_and_ignore_a_training_flag_they_lack():
+    class Sum(tf.layers.Layer):
+        def build(self, input_shapes):
+            self.shapes = [s.as_list() for s in input_shapes]
+            super().build(input_shapes)
+
+        def call(self, inputs, scope=None):
+            self.scope_seen = scope.name
+            return inputs[0] + inputs[1]
+
+    layer = Sum()
+    out = layer([tf.constant([1.0, 2.0]), tf.constant([3.0, 4.0])])
+    assert layer.shapes == [[2], [2]] and layer.scope_seen == "sum"
+    y = tf.layers.Dense(1, kernel_initializer=tf.ones_initializer())(
+        tf.reshape(out, [1, 2]), training=True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(y), [[10.0]])

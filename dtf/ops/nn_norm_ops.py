@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
-from . import array_ops, math_ops, slicing_ops
+from . import array_ops, math_ops, reduction_ops, slicing_ops
 from .common import convert
 from .nn_ops import moments
 from .reduction_ops import reduce_prod
 
-__all__ = ["batch_normalization", "fused_batch_norm"]
+__all__ = ["batch_normalization", "fused_batch_norm", "batch_norm_with_global_normalization",
+           "sufficient_statistics", "normalize_moments", "weighted_moments"]
 
 _MIN_FUSED_EPSILON = 1.001e-5
 
@@ -30,6 +31,81 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
             inv *= scale
         shift = offset - mean * inv if offset is not None else -mean * inv
         return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+
+
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None,
+                                        variance_epsilon=None, scale_after_normalization=None,
+                                        name=None, input=None, mean=None, variance=None):  # noqa: A002
+    """The old batch norm op: batch_normalization, scaled by gamma only when asked."""
+    t = input if t is None else t
+    m = mean if m is None else m
+    v = variance if v is None else v
+    return batch_normalization(t, m, v, beta, gamma if scale_after_normalization else None,
+                               variance_epsilon, name)
+
+
+def _keep(keep_dims, keepdims):
+    if keep_dims is not None and keepdims is not None:
+        raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'")
+    return bool(keepdims if keepdims is not None else keep_dims)
+
+
+def sufficient_statistics(x, axes, shift=None, keep_dims=None, name=None, keepdims=None):
+    """(count, sum(x - shift), sum((x - shift)**2), shift) over ``axes``."""
+    keep = _keep(keep_dims, keepdims)
+    with _ops.name_scope(name, "sufficient_statistics", [x, shift]):
+        x = convert(x, "x")
+        counts = _count(x, axes)
+        if shift is not None:
+            shift = convert(shift, "shift", dtype=x.dtype)
+            m_ss, v_ss = x - shift, math_ops.squared_difference(x, shift)
+        else:
+            m_ss, v_ss = x, math_ops.square(x)
+        m_ss = reduction_ops.reduce_sum(m_ss, axes, keepdims=keep, name="mean_ss")
+        v_ss = reduction_ops.reduce_sum(v_ss, axes, keepdims=keep, name="var_ss")
+    return counts, m_ss, v_ss, shift
+
+
+def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
+    """(mean, variance) from sufficient statistics."""
+    with _ops.name_scope(name, "normalize", [counts, mean_ss, variance_ss, shift]):
+        divisor = math_ops.reciprocal(counts, name="divisor")
+        if shift is not None:
+            shifted_mean = math_ops.multiply(mean_ss, divisor, name="shifted_mean")
+            mean = math_ops.add(shifted_mean, shift, name="mean")
+        else:
+            shifted_mean = mean = math_ops.multiply(mean_ss, divisor, name="mean")
+        variance = math_ops.subtract(math_ops.multiply(variance_ss, divisor),
+                                     math_ops.square(shifted_mean), name="variance")
+    return mean, variance
+
+
+def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keepdims=None):
+    """(mean, variance) of x over ``axes``, each element counted by its broadcast weight."""
+    keep = _keep(keep_dims, keepdims)
+    with _ops.name_scope(name, "weighted_moments", [x, frequency_weights, axes]):
+        x = convert(x, "x")
+        weights = convert(frequency_weights, "frequency_weights")
+        half = x.dtype == dtypes.float16
+        if half:
+            x = math_ops.cast(x, dtypes.float32)
+        if weights.dtype != x.dtype:
+            weights = math_ops.cast(weights, x.dtype)
+        # Reductions keep their dims so the mean broadcasts against x.
+        weighted_sum = reduction_ops.reduce_sum(weights * x, axes, keepdims=True,
+                                                name="weighted_input_sum")
+        sum_of_weights = reduction_ops.reduce_sum(weights + array_ops.zeros_like(x), axes,
+                                                  keepdims=True, name="sum_of_weights")
+        divisor = math_ops.reciprocal(sum_of_weights, name="inv_weight_sum")
+        mean = weighted_sum * divisor
+        distsq = reduction_ops.reduce_sum(weights * math_ops.squared_difference(x, mean), axes,
+                                          keepdims=True, name="weighted_distsq")
+        variance = distsq * divisor
+        if not keep:
+            mean, variance = array_ops.squeeze(mean, axes), array_ops.squeeze(variance, axes)
+        if half:
+            mean, variance = math_ops.cast(mean, dtypes.float16), math_ops.cast(variance, dtypes.float16)
+        return mean, variance
 
 
 def _channel_layout(data_format, ndims):

@@ -177,3 +177,15 @@ def convolution_by_rank(tf):
         b = tf.nn.convolution(x2, w2, "VALID", dilation_rate=[2, 1])
         return tf.concat([tf.reshape(a, [-1]), tf.reshape(b, [-1])], 0)
     return _values_and_grads(tf, build, [(2, 7, 2), (3, 2, 3), (1, 6, 5, 2), (2, 2, 2, 2)], 17)
+
+
+@case(rtol=1e-4, atol=1e-5)
+def moments_family(tf):
+    def build(x, w, shift):
+        count, m_ss, v_ss, _ = tf.nn.sufficient_statistics(x, [0, 1], shift=shift)
+        mean, var = tf.nn.normalize_moments(count, m_ss, v_ss, shift)
+        wm, wv = tf.nn.weighted_moments(x, [0, 2], w, keep_dims=True)
+        old = tf.nn.batch_norm_with_global_normalization(x, mean, var, shift, shift * 2, 1e-3, True)
+        parts = [mean, var, wm, wv, old]
+        return tf.concat([tf.reshape(p, [-1]) for p in parts], 0)
+    return _values_and_grads(tf, build, [(4, 3, 2), (4, 1, 2), (2,)], 18)

@@ -23,7 +23,9 @@ from .nn_ops import _get_sequence as _sequence
 
 __all__ = ["conv1d", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d",
            "atrous_conv2d", "max_pool3d", "avg_pool3d", "max_pool1d", "avg_pool1d",
-           "max_pool2d", "avg_pool2d", "dilate_filter"]
+           "max_pool2d", "avg_pool2d", "dilate_filter", "conv2d_backprop_input",
+           "conv2d_backprop_filter", "conv3d_backprop_filter_v2",
+           "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter"]
 
 
 # -- argument checks shared by the n-d ops ------------------------------------------------------------
@@ -293,6 +295,51 @@ def atrous_conv2d(value, filters, rate, padding, name=None):
     with _ops.name_scope(name, "convolution", [value, filters]) as scope:
         return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1],
                       name=scope)
+
+
+# -- the backprop ops, public in TF1 ------------------------------------------------------------------
+def _backprop(op_type, formats, first, second, **extra_attrs):
+    """A raw conv backprop op: (first, second, out_backprop) -> its gradient, undilated."""
+    n = len(formats[0]) - 2
+
+    def operand(value, name, like):
+        if name.endswith("sizes"):
+            return convert(value, name, hint=dtypes.int32)
+        return convert(value, name, dtype=like.dtype)
+
+    def fn(*args, **kwargs):
+        given = dict(zip([first, second, "out_backprop", "strides", "padding"], args))
+        given.update((k, v) for k, v in kwargs.items() if v is not None)
+        if "filters" in given:
+            given.setdefault("filter", given.pop("filters"))
+        given.pop("use_cudnn_on_gpu", None)
+        data_format = _channels_last(given.pop("data_format", None), formats, formats[0])
+        if _sequence(given.pop("dilations", None), n, "dilations") != [1] * (n + 2):
+            raise ValueError(f"{op_type}: only dilations of 1 are supported")
+        with _ops.name_scope(given.pop("name", None), op_type) as scope:
+            dy = convert(given["out_backprop"], "out_backprop")
+            attrs = {"T": dy.dtype, "padding": _check_padding(given["padding"]),
+                     "strides": _check_strides(_sequence(given["strides"], n, "strides")),
+                     "data_format": data_format, "dilations": [1] * (n + 2), **extra_attrs}
+            inputs = [operand(given[first], first, dy), operand(given[second], second, dy), dy]
+            return _ops.make_tensor(op_type, inputs, attrs, name=scope)
+
+    fn.__name__ = op_type
+    fn.__doc__ = f"The {op_type} op: ({first}, {second}, out_backprop), strides, padding."
+    return fn
+
+
+_CONV2D_ATTRS = {"use_cudnn_on_gpu": True, "explicit_paddings": []}
+conv2d_backprop_input = _backprop("Conv2DBackpropInput", ("NHWC", "NCHW"), "input_sizes", "filter",
+                                  **_CONV2D_ATTRS)
+conv2d_backprop_filter = _backprop("Conv2DBackpropFilter", ("NHWC", "NCHW"), "input",
+                                   "filter_sizes", **_CONV2D_ATTRS)
+conv3d_backprop_filter_v2 = _backprop("Conv3DBackpropFilterV2", ("NDHWC", "NCDHW"), "input",
+                                      "filter_sizes")
+depthwise_conv2d_native_backprop_input = _backprop("DepthwiseConv2dNativeBackpropInput",
+                                                   ("NHWC", "NCHW"), "input_sizes", "filter")
+depthwise_conv2d_native_backprop_filter = _backprop("DepthwiseConv2dNativeBackpropFilter",
+                                                    ("NHWC", "NCHW"), "input", "filter_sizes")
 
 
 # -- pooling ----------------------------------------------------------------------------------------------

@@ -189,3 +189,27 @@ def moments_family(tf):
         parts = [mean, var, wm, wv, old]
         return tf.concat([tf.reshape(p, [-1]) for p in parts], 0)
     return _values_and_grads(tf, build, [(4, 3, 2), (4, 1, 2), (2,)], 18)
+
+
+@case(rtol=1e-4, atol=1e-4)
+def backprop_ops_called_directly(tf):
+    rng = np.random.RandomState(19)
+    x = tf.placeholder(tf.float32, [2, 5, 5, 3])
+    w = tf.placeholder(tf.float32, [3, 3, 3, 2])
+    dy = tf.placeholder(tf.float32, [2, 3, 3, 2])
+    dw_ = tf.placeholder(tf.float32, [3, 3, 3, 2])
+    dy_dw = tf.placeholder(tf.float32, [2, 3, 3, 6])
+    x3 = tf.placeholder(tf.float32, [1, 4, 4, 4, 2])
+    dy3 = tf.placeholder(tf.float32, [1, 2, 2, 2, 3])
+    out = {
+        "bi": tf.nn.conv2d_backprop_input([2, 5, 5, 3], w, dy, [1, 2, 2, 1], "SAME"),
+        "bf": tf.nn.conv2d_backprop_filter(x, [3, 3, 3, 2], dy, [1, 2, 2, 1], "SAME"),
+        "dbi": tf.nn.depthwise_conv2d_native_backprop_input([2, 5, 5, 3], dw_, dy_dw,
+                                                            [1, 2, 2, 1], "SAME"),
+        "dbf": tf.nn.depthwise_conv2d_native_backprop_filter(x, [3, 3, 3, 2], dy_dw,
+                                                             [1, 2, 2, 1], "SAME"),
+        "bf3": tf.nn.conv3d_backprop_filter_v2(x3, [2, 2, 2, 2, 3], dy3, [1, 2, 2, 2, 1],
+                                               "VALID"),
+    }
+    feeds = {p: rng.randn(*p.shape.as_list()).astype(F32) for p in (x, w, dy, dw_, dy_dw, x3, dy3)}
+    return out, feeds

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 import weakref
 
+import numpy as np
+
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
@@ -344,13 +346,15 @@ def require_channels_last(data_format, layer):
 
 def constant_value(pred):
     """True/False when ``pred`` is known at graph-construction time, else None."""
-    if isinstance(pred, _ops.Tensor):
-        if pred.op.type == "Const":
-            return bool(pred.op.get_attr("value"))
-        return None
-    if isinstance(pred, (bool, int)):
+    if isinstance(pred, (bool, int, np.bool_, np.integer)):
         return bool(pred)
-    raise TypeError(f"`training` must be a bool or a boolean Tensor, got {pred!r}")
+    try:
+        pred = _ops.convert_to_tensor(pred, dtype=dtypes.bool)
+    except (TypeError, ValueError):
+        raise TypeError(f"`training` must be a bool or a boolean Tensor, got {pred!r}") from None
+    if pred.op.type == "Const":
+        return bool(pred.op.get_attr("value"))
+    return None
 
 
 def smart_select(pred, if_true, if_false):

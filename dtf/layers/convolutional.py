@@ -9,9 +9,7 @@ from .base import (InputSpec, Layer, add_bias, add_kernel, get_activation, norma
                    normalize_padding, normalize_tuple, require_channels_last)
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose",
-           "SeparableConv1D", "SeparableConv2D", "Convolution1D", "Convolution2D",
-           "Convolution3D", "Convolution2DTranspose", "Convolution3DTranspose",
-           "SeparableConvolution1D", "SeparableConvolution2D", "conv1d", "conv2d", "conv3d",
+           "SeparableConv1D", "SeparableConv2D", "conv1d", "conv2d", "conv3d",
            "conv2d_transpose", "conv3d_transpose", "separable_conv1d", "separable_conv2d"]
 
 _ZEROS = init_ops.zeros_initializer()
@@ -224,11 +222,6 @@ class SeparableConv1D(SeparableConv2D):
             array_ops.expand_dims(self.pointwise_kernel, 0), [1, 1, self.strides[0], 1], padding,
             rate=[1, self.dilation_rate[0]])
         return array_ops.squeeze(outputs, [1])
-
-
-Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D
-Convolution2DTranspose, SeparableConvolution2D = Conv2DTranspose, SeparableConv2D
-Convolution3DTranspose, SeparableConvolution1D = Conv3DTranspose, SeparableConv1D
 
 
 def _functional(cls, doc):

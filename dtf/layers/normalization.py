@@ -16,7 +16,7 @@ from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, math_ops, nn_norm_ops, nn_ops, state_ops
 from .base import InputSpec, Layer, constant_value, smart_select
 
-__all__ = ["BatchNormalization", "BatchNorm", "batch_normalization"]
+__all__ = ["BatchNormalization", "batch_normalization"]
 
 _FUSED_FORMATS = {(4, 1): "NCHW", (4, 3): "NHWC", (5, 1): "NCDHW", (5, 4): "NDHWC"}
 
@@ -183,9 +183,6 @@ class BatchNormalization(Layer):
         if self.fused:
             return self._fused_call(inputs, training)
         return self._call(inputs, training)
-
-
-BatchNorm = BatchNormalization
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,

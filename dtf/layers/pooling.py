@@ -7,8 +7,7 @@ from .base import (InputSpec, Layer, normalize_data_format, normalize_padding, n
                    require_channels_last)
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
-           "AveragePooling2D", "AveragePooling3D", "MaxPool1D", "MaxPool2D", "MaxPool3D",
-           "AveragePool1D", "AveragePool2D", "AveragePool3D", "max_pooling1d", "max_pooling2d",
+           "AveragePooling2D", "AveragePooling3D", "max_pooling1d", "max_pooling2d",
            "max_pooling3d", "average_pooling1d", "average_pooling2d", "average_pooling3d"]
 
 # (rank, is max) -> the tf.nn pool taking channels-last ksize and strides lists
@@ -51,8 +50,6 @@ MaxPooling3D = _pooling_class("MaxPooling3D", 3, True)
 AveragePooling1D = _pooling_class("AveragePooling1D", 1, False)
 AveragePooling2D = _pooling_class("AveragePooling2D", 2, False)
 AveragePooling3D = _pooling_class("AveragePooling3D", 3, False)
-MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
-AveragePool1D, AveragePool2D, AveragePool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
 
 
 def _functional(cls, fn_name):

@@ -21,10 +21,10 @@ from .nn_ops import (_PADDINGS, _dims, _merge, _register, _shape_error, _spatial
                      conv2d, max_pool)
 from .nn_ops import _get_sequence as _sequence
 
-__all__ = ["conv1d", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d",
-           "atrous_conv2d", "max_pool3d", "avg_pool3d", "max_pool1d", "avg_pool1d",
-           "max_pool2d", "avg_pool2d", "dilate_filter", "conv2d_backprop_input",
-           "conv2d_backprop_filter", "conv3d_backprop_filter_v2",
+__all__ = ["conv1d", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d",
+           "depthwise_conv2d_native", "separable_conv2d", "atrous_conv2d", "max_pool3d",
+           "avg_pool3d", "max_pool1d", "avg_pool1d", "max_pool2d", "avg_pool2d",
+           "conv2d_backprop_input", "conv2d_backprop_filter", "conv3d_backprop_filter_v2",
            "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter"]
 
 

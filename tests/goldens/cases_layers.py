@@ -388,3 +388,23 @@ def custom_layer_subclass(tf):
                        "layer_name": layer.name, "n_weights": len(layer.weights),
                        "n_trainable": len(layer.trainable_weights), "built": layer.built},
                   {x: np.arange(6, dtype=F32).reshape(2, 3)})
+
+
+@case(rtol=2e-3, atol=2e-3)
+def batch_norm_float16_inputs(tf):
+    rng = np.random.RandomState(24)
+    x4 = tf.placeholder(tf.float16, [4, 2, 2, 3])
+    x2 = tf.placeholder(tf.float16, [6, 3])
+    y4 = tf.layers.batch_normalization(x4, training=True)
+    y2 = tf.layers.batch_normalization(x2, training=True)
+    upd = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    feeds = {x4: rng.randn(4, 2, 2, 3).astype(np.float16), x2: rng.randn(6, 3).astype(np.float16)}
+
+    def run(sess):
+        a, b, _ = sess.run([y4, y2, upd], feeds)
+        out = {"y4": a, "y2": b, "dtypes": np.asarray([v.dtype.base_dtype.name
+                                                       for v in tf.global_variables()])}
+        for v in tf.global_variables():
+            out[v.op.name] = sess.run(v)
+        return out
+    return run

@@ -2,8 +2,9 @@
 statistics after training steps. Weights come from tf.constant_initializer(array) so values
 compare.
 
-Recording needs TF's Keras-2 layers: under Keras 3 tf.compat.v1.layers is gone, so run
-regenerate.py with the ``tf_keras`` package importable and ``TF_USE_LEGACY_KERAS=1``.
+Recording needs TF's Keras-2 layers: under Keras 3 tf.compat.v1.layers is gone, so the
+``tf_keras`` package (the version matching TensorFlow's) must be importable beside it;
+regenerate.py sets ``TF_USE_LEGACY_KERAS=1``.
 """
 import numpy as np
 

@@ -166,3 +166,20 @@ def test_layout_and_argument_errors_name_the_argument():
                      [1, 2, 2, 1], "SAME", dilations=2)
     with pytest.raises(ValueError, match="negative"):
         tf.nn.max_pool3d(x5, [1, 5, 1, 1, 1], 1, "VALID")
+
+
+def test_conv3d_and_depthwise_dilation_are_the_zero_filled_filter():
+    x, w = RNG.randn(1, 5, 5, 5, 2), RNG.randn(2, 2, 3, 2, 2)
+    wd = np.zeros((3, 2, 5, 2, 2))
+    wd[::2, :, ::2] = w
+    got = run(tf.nn.conv3d(tf.constant(x), tf.constant(w), [1, 1, 1, 1, 1], "SAME",
+                           dilations=[1, 2, 1, 2, 1]))
+    np.testing.assert_allclose(got, run(tf.nn.conv3d(tf.constant(x), tf.constant(wd),
+                                                     [1, 1, 1, 1, 1], "SAME")), rtol=1e-12)
+    check_gradient(lambda a, b: tf.nn.conv3d(a, b, [1, 1, 1, 1, 1], "VALID",
+                                             dilations=[1, 2, 1, 1, 1]), [x[:, :4, :3, :3], w])
+    x2, w2 = RNG.randn(1, 6, 6, 2), RNG.randn(2, 2, 2, 3)
+    with pytest.raises(ValueError, match="strides > 1 not supported"):
+        tf.nn.depthwise_conv2d(tf.constant(x2), tf.constant(w2), [1, 2, 2, 1], "SAME", rate=2)
+    check_gradient(lambda a, b: tf.nn.depthwise_conv2d(a, b, [1, 1, 1, 1], "SAME", rate=[2, 1]),
+                   [x2, w2])

@@ -120,8 +120,8 @@ class Layer:
         scope = kwargs.pop("_scope", None)
         self._reuse = kwargs.pop("_reuse", None)
         self._activity_regularizer = kwargs.pop("activity_regularizer", None)
-        for key in ("input_shape", "batch_input_shape", "batch_size", "weights", "autocast"):
-            kwargs.pop(key, None)  # Keras-only hints with no effect on a graph-mode layer
+        for key in ("input_shape", "batch_input_shape", "batch_size", "autocast"):
+            kwargs.pop(key, None)  # Keras model-building hints with no effect on a TF1 layer
         if kwargs:
             raise TypeError(f"Keyword argument not understood: {sorted(kwargs)[0]!r}")
         self.trainable = trainable
@@ -197,6 +197,10 @@ class Layer:
         """A variable of this layer, from tf.get_variable in the layer's scope."""
         if partitioner is not None:
             raise NotImplementedError("add_weight: partitioner is not supported")
+        for key in ("synchronization", "aggregation", "experimental_autocast"):
+            kwargs.pop(key, None)  # distribution hints: dtf variables have one copy
+        if kwargs:
+            raise TypeError(f"add_weight: unexpected keyword argument {sorted(kwargs)[0]!r}")
         dtype = dtypes.as_dtype(dtype or self._dtype or dtypes.float32)
         trainable = (True if trainable is None else bool(trainable)) and self.trainable
         self._set_scope(None)

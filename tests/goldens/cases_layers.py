@@ -409,3 +409,23 @@ def batch_norm_float16_inputs(tf):
             out[v.op.name] = sess.run(v)
         return out
     return run
+
+
+@case(rtol=1e-5, atol=1e-6)
+def layer_regularizers_reach_tf_losses(tf):
+    rng = np.random.RandomState(25)
+    x = tf.placeholder(tf.float32, [None, 3])
+    labels = tf.placeholder(tf.float32, [None, 2])
+    h = tf.layers.dense(x, 4, activation=tf.nn.relu,
+                        kernel_initializer=tf.constant_initializer(_init(rng, 3, 4)),
+                        kernel_regularizer=lambda w: 0.01 * tf.nn.l2_loss(w))
+    out = tf.layers.dense(h, 2, kernel_initializer=tf.constant_initializer(_init(rng, 4, 2)),
+                          kernel_regularizer=lambda w: 0.1 * tf.reduce_sum(tf.abs(w)),
+                          activity_regularizer=lambda a: 0.05 * tf.nn.l2_loss(a))
+    tf.losses.mean_squared_error(labels, out)
+    reg = tf.losses.get_regularization_loss()
+    total = tf.losses.get_total_loss()
+    grad = tf.gradients(total, tf.trainable_variables())
+    feeds = {x: rng.randn(5, 3).astype(F32), labels: rng.randn(5, 2).astype(F32)}
+    return _fetch(tf, {"reg": reg, "total": total, "g0": grad[0], "g2": grad[2],
+                       "n_reg": len(tf.losses.get_regularization_losses())}, feeds)

@@ -1,5 +1,7 @@
-"""tf.nn.batch_normalization and tf.nn.fused_batch_norm, built from registered ops so their
-gradients and kernels come from the ops they are made of.
+"""tf.nn normalization: batch_normalization, fused_batch_norm, the older
+batch_norm_with_global_normalization, and the moments family (sufficient_statistics,
+normalize_moments, weighted_moments), all built from registered ops so their gradients and
+kernels come from the ops they are made of.
 
 fused_batch_norm follows TF's FusedBatchNormV3 exactly where a program can see it: epsilon
 is raised to at least 1.001e-5, training returns the batch mean and the Bessel-corrected

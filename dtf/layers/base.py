@@ -27,7 +27,7 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.framework.tensor_shape import TensorShape
-from dtf.ops import array_ops, math_ops, variable_scope as vs
+from dtf.ops import array_ops, math_ops, reduction_ops, variable_scope as vs
 
 # Per graph: how many layers of each base name exist (layer.name is unique per graph).
 _NAME_UIDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -119,7 +119,7 @@ class Layer:
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         scope = kwargs.pop("_scope", None)
         self._reuse = kwargs.pop("_reuse", None)
-        self._activity_regularizer = kwargs.pop("activity_regularizer", None)
+        self._activity_regularizer = get_regularizer(kwargs.pop("activity_regularizer", None))
         for key in ("input_shape", "batch_input_shape", "batch_size", "autocast"):
             kwargs.pop(key, None)  # Keras model-building hints with no effect on a TF1 layer
         if kwargs:
@@ -209,12 +209,14 @@ class Layer:
             self._current_scope = scope
             with _ops.name_scope(scope.original_name_scope):
                 existing = set(id(v) for v in _ops.get_collection(GraphKeys.GLOBAL_VARIABLES))
+                initializer = get_initializer(initializer)
                 if initializer is None:
                     initializer = scope.initializer
                 variable = vs.get_variable(name, shape=shape, dtype=dtype,
                                            initializer=initializer, trainable=trainable,
                                            constraint=constraint)
                 (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
+                regularizer = get_regularizer(regularizer)
                 if regularizer is not None and id(variable) not in existing:
                     with _ops.name_scope(f"{name}/Regularizer"):
                         self.add_loss(regularizer(variable))
@@ -374,6 +376,45 @@ def smart_select(pred, if_true, if_false):
     if a.shape.is_compatible_with(b.shape):
         out.set_shape(a.shape.merge_with(b.shape))
     return out
+
+
+# Names Keras accepts for an initializer or regularizer, limited to those whose meaning is
+# the same in TF 1.15 and later (Keras changed the random initializers' defaults since).
+_INITIALIZERS = {"zeros": "zeros_initializer", "ones": "ones_initializer",
+                 "glorot_uniform": "glorot_uniform_initializer",
+                 "glorot_normal": "glorot_normal_initializer"}
+_REGULARIZERS = {"l1": (0.01, 0.0), "l2": (0.0, 0.01), "l1_l2": (0.01, 0.01)}
+
+
+def get_initializer(initializer):
+    """A callable, None, or the name of one of _INITIALIZERS (Keras's initializers.get)."""
+    if not isinstance(initializer, str):
+        return initializer
+    if initializer.lower() not in _INITIALIZERS:
+        raise ValueError(f"Unknown initializer: {initializer} (dtf takes the names "
+                         f"{sorted(_INITIALIZERS)}, or an initializer object)")
+    from dtf.ops import init_ops
+
+    return getattr(init_ops, _INITIALIZERS[initializer.lower()])()
+
+
+def get_regularizer(regularizer):
+    """A callable, None, or "l1" / "l2" / "l1_l2" (factor 0.01, Keras's defaults)."""
+    if not isinstance(regularizer, str):
+        return regularizer
+    if regularizer.lower() not in _REGULARIZERS:
+        raise ValueError(f"Unknown regularizer: {regularizer}")
+    l1, l2 = _REGULARIZERS[regularizer.lower()]
+
+    def penalty(weights):
+        loss = 0.0
+        if l1:
+            loss += l1 * reduction_ops.reduce_sum(math_ops.abs(weights))
+        if l2:
+            loss += l2 * reduction_ops.reduce_sum(math_ops.square(weights))
+        return loss
+
+    return penalty
 
 
 ACTIVATIONS = ("relu", "relu6", "elu", "selu", "softplus", "softsign", "sigmoid", "tanh",

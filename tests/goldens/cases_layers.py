@@ -429,3 +429,21 @@ def layer_regularizers_reach_tf_losses(tf):
     feeds = {x: rng.randn(5, 3).astype(F32), labels: rng.randn(5, 2).astype(F32)}
     return _fetch(tf, {"reg": reg, "total": total, "g0": grad[0], "g2": grad[2],
                        "n_reg": len(tf.losses.get_regularization_losses())}, feeds)
+
+
+@case(rtol=1e-5, atol=1e-6)
+def initializers_and_regularizers_by_name(tf):
+    rng = np.random.RandomState(26)
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.layers.dense(x, 2, kernel_initializer="ones", bias_initializer="zeros",
+                        kernel_regularizer="l2", bias_regularizer="l1",
+                        activity_regularizer="l1_l2")
+    z = tf.layers.conv1d(tf.reshape(y, [-1, 2, 1]), 2, 2, kernel_initializer="Ones",
+                         kernel_regularizer="l1_l2")
+    g = tf.layers.dense(x, 4)  # the default glorot_uniform: only its range compares
+    bound = np.sqrt(6.0 / (3 + 4))
+    in_range = tf.reduce_all(tf.abs(tf.global_variables()[-2]) <= bound)
+    losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+    return _fetch(tf, {"y": y, "z": z, "losses": tf.stack(losses), "in_range": in_range,
+                       "g_shape": np.asarray(g.shape.as_list()[1:])},
+                  {x: rng.randn(4, 3).astype(F32)})

@@ -187,3 +187,11 @@ def test_layers_take_several_inputs_and_ignore_a_training_flag_they_lack():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         np.testing.assert_allclose(sess.run(y), [[10.0]])
+
+
+def test_unknown_initializer_or_regularizer_names_are_refused():
+    x = tf.placeholder(tf.float32, [None, 3])
+    with pytest.raises(ValueError, match="Unknown initializer: he_normal"):
+        tf.layers.dense(x, 2, kernel_initializer="he_normal")
+    with pytest.raises(ValueError, match="Unknown regularizer: l3"):
+        tf.layers.dense(x, 2, kernel_regularizer="l3")

@@ -1,5 +1,5 @@
 """Gradients of Conv3D, DepthwiseConv2dNative (each with its two backprops, so second
-order works) and the 3-D pools: TF's rules."""
+order works), the 3-D pools and the max-pool gradient ops (2-D and 3-D): TF's rules."""
 from __future__ import annotations
 
 from dtf.framework import ops as _ops
@@ -60,3 +60,30 @@ def _avg_pool3d_grad(op, grad):
 @RegisterGradient("AvgPool3DGrad")
 def _avg_pool3d_grad_grad(op, grad):
     return [None, _make("AvgPool3D", [grad], op, _POOL_ATTRS)]
+
+
+def _max_pool_grad_grad(grad_grad_op):
+    """MaxPool(3D)Grad is linear in its dy: the gradient routes back through the windows'
+    maxima (MaxPool(3D)GradGrad); none reaches the pool's input and output."""
+    def grad_fn(op, grad):
+        x, y, _ = op.inputs
+        return [array_ops.zeros_like(x), array_ops.zeros_like(y),
+                _make(grad_grad_op, [x, y, grad], op, _POOL_ATTRS)]
+
+    return grad_fn
+
+
+def _max_pool_grad_grad_grad(grad_op):
+    """MaxPool(3D)GradGrad is linear in its grad: its gradient is the pool's gradient op."""
+    def grad_fn(op, grad):
+        x, y, _ = op.inputs
+        return [array_ops.zeros_like(x), array_ops.zeros_like(y),
+                _make(grad_op, [x, y, grad], op, _POOL_ATTRS)]
+
+    return grad_fn
+
+
+for _pool_grad, _grad_grad in (("MaxPoolGrad", "MaxPoolGradGrad"),
+                               ("MaxPool3DGrad", "MaxPool3DGradGrad")):
+    RegisterGradient(_pool_grad)(_max_pool_grad_grad(_grad_grad))
+    RegisterGradient(_grad_grad)(_max_pool_grad_grad_grad(_pool_grad))

@@ -103,6 +103,8 @@ _register("MaxPool3D", _pool_infer(5))
 _register("AvgPool3D", _pool_infer(5))
 _register("MaxPool3DGrad", lambda inputs, attrs: [(inputs[2].dtype, inputs[0].shape)])
 _register("AvgPool3DGrad", _sized_infer(0, 1, 5))
+_register("MaxPool3DGradGrad", lambda inputs, attrs: [(inputs[2].dtype, inputs[1].shape)])
+_register("MaxPoolGradGrad", lambda inputs, attrs: [(inputs[2].dtype, inputs[1].shape)])
 
 
 # -- dilation ------------------------------------------------------------------------------------------

@@ -213,3 +213,22 @@ def backprop_ops_called_directly(tf):
     }
     feeds = {p: rng.randn(*p.shape.as_list()).astype(F32) for p in (x, w, dy, dw_, dy_dw, x3, dy3)}
     return out, feeds
+
+
+@case(rtol=1e-4, atol=1e-4)
+def max_pool_double_backprop(tf):
+    """The gradient of a max-pool gradient w.r.t. its incoming gradient (WGAN-GP style)."""
+    rng = np.random.RandomState(20)
+    x2 = tf.placeholder(tf.float32, [2, 5, 4, 3])
+    x3 = tf.placeholder(tf.float32, [1, 4, 3, 4, 2])
+    out = {}
+    for key, x, pool in (("p2", x2, lambda t: tf.nn.max_pool(t, [1, 2, 2, 1], [1, 2, 1, 1], "SAME")),
+                         ("p3", x3, lambda t: tf.nn.max_pool3d(t, 2, 1, "VALID"))):
+        y = pool(tf.tanh(x) * 3.0)
+        u = tf.constant(rng.randn(*y.shape.as_list()).astype(F32))
+        g = tf.gradients(tf.reduce_sum(y * u * y), x)[0]
+        penalty = tf.reduce_sum(tf.square(g))
+        out[key + "_g"] = g
+        out[key + "_gg"] = tf.gradients(penalty, x)[0]
+    feeds = {x2: rng.randn(2, 5, 4, 3).astype(F32), x3: rng.randn(1, 4, 3, 4, 2).astype(F32)}
+    return out, feeds

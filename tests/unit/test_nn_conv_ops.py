@@ -183,3 +183,22 @@ def test_conv3d_and_depthwise_dilation_are_the_zero_filled_filter():
         tf.nn.depthwise_conv2d(tf.constant(x2), tf.constant(w2), [1, 2, 2, 1], "SAME", rate=2)
     check_gradient(lambda a, b: tf.nn.depthwise_conv2d(a, b, [1, 1, 1, 1], "SAME", rate=[2, 1]),
                    [x2, w2])
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_max_pool_second_order_gradients(rank):
+    shape = (1, 4, 5, 2) if rank == 2 else (1, 3, 4, 3, 2)
+    x = RNG.permutation(int(np.prod(shape))).reshape(shape).astype(np.float64) / 10
+    pool = tf.nn.max_pool if rank == 2 else tf.nn.max_pool3d
+    ksize, strides = [1] + [2] * rank + [1], [1] + [1] * rank + [1]
+    y_shape = run(pool(tf.constant(x), ksize, strides, "SAME")).shape
+    u, c = RNG.randn(*y_shape), RNG.randn(*shape)
+
+    def double_backprop(a, b):
+        first = tf.gradients(tf.reduce_sum(pool(a, ksize, strides, "SAME") * b), a)[0]
+        return first * c
+
+    check_gradient(double_backprop, [x, u])
+    # and one order further: the gradient of MaxPool(3D)GradGrad is the pool's gradient
+    check_gradient(lambda a, b: tf.gradients(tf.reduce_sum(double_backprop(a, b)), b)[0] * u,
+                   [x, u])

@@ -1,5 +1,6 @@
 """Reference semantics: the convolutions and pools beyond conv2d's family: Conv3D and its
-backprops, MaxPool3D / AvgPool3D and their gradients, and the depthwise conv2d ops.
+backprops, MaxPool3D / AvgPool3D and their gradients, the second-order max-pool gradients
+(2-D and 3-D), and the depthwise conv2d ops.
 
 Layouts are channels-last (NDHWC, NHWC). Every op is written over any number of spatial
 dimensions with the same window walk as the 2-D ops in ``nn.py``, and the same geometry
@@ -129,6 +130,19 @@ def max_pool3d_grad(attrs, x, y, dy):
     for i, (_, view) in enumerate(g.views(dxp)):
         view += np.where(winner == i, dy, 0).astype(dy.dtype)
     return g.crop(dxp)
+
+
+def _max_pool_grad_grad(attrs, x, y, grad):
+    """For each window, the incoming gradient at the input its maximum came from (the same
+    first-maximum rule as the pool's gradient): the gradient of MaxPoolGrad w.r.t. its dy."""
+    g = _pool_windows(attrs, x.shape)
+    winner = np.argmax(np.stack([v for _, v in g.views(g.pad(x, lowest(x.dtype)))]), axis=0)
+    picks = np.stack([v for _, v in g.views(g.pad(grad))])
+    return np.take_along_axis(picks, winner[None], axis=0)[0].astype(grad.dtype)
+
+
+reference("MaxPool3DGradGrad")(_max_pool_grad_grad)
+reference("MaxPoolGradGrad")(_max_pool_grad_grad)
 
 
 def _avg_counts(g):

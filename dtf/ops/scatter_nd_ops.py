@@ -1,0 +1,143 @@
+"""N-d indexing: gather_nd, scatter_nd and tensor_scatter_{update,add,sub}, with TF's
+gradients (dense, built from the same two ops)."""
+from __future__ import annotations
+
+from dtf.framework import dtypes
+from dtf.framework import ops as _ops
+from dtf.framework.op_registry import RegisterGradient, register_op
+from dtf.framework.tensor_shape import TensorShape, unknown_shape
+from .array_ops import _apply, _shape_error, _who
+from .common import shape_from_tensor
+
+__all__ = ["gather_nd", "scatter_nd", "tensor_scatter_update", "tensor_scatter_add",
+           "tensor_scatter_sub", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
+           "tensor_scatter_nd_sub"]
+
+
+def _index_depth(indices, target_dims, op_type, attrs, inputs):
+    """K, the length of the innermost dimension of ``indices`` (None when unknown);
+    ValueError when it exceeds the rank of the indexed tensor."""
+    idims = indices.shape.as_tuple_or_none()
+    if idims is None:
+        return None
+    if not idims:
+        raise _shape_error(_who(op_type, attrs), inputs, "Shape must be at least rank 1 but is rank 0")
+    k = idims[-1]
+    if k is not None and target_dims is not None and k > len(target_dims):
+        raise _shape_error(_who(op_type, attrs), inputs, f"indices.shape[-1] must be <= params.rank, "
+                           f"but saw indices shape: {list(idims)} and params shape: {list(target_dims)}")
+    return k
+
+
+@register_op("GatherNd")
+def _gather_nd_infer(inputs, attrs):
+    params, indices = inputs
+    pdims = params.shape.as_tuple_or_none()
+    k = _index_depth(indices, pdims, "GatherNd", attrs, inputs)
+    if k is None or pdims is None:
+        return [(params.dtype, unknown_shape())]
+    return [(params.dtype, TensorShape(indices.shape.as_tuple_or_none()[:-1] + pdims[k:]))]
+
+
+def gather_nd(params, indices, name=None, batch_dims=0):
+    """Slices of ``params`` addressed by the rows of ``indices``' innermost dimension:
+    out[i...] = params[indices[i..., :]]."""
+    if batch_dims != 0:
+        raise NotImplementedError("gather_nd with batch_dims != 0 is not supported")
+    return _apply("GatherNd", name, [(params, "params", None), (indices, "indices", dtypes.int32)],
+                  lambda p, i: {"Tparams": p.dtype, "Tindices": i.dtype}).outputs[0]
+
+
+def _check_updates(indices, updates, dims, op_type, attrs, inputs):
+    """updates must have shape indices.shape[:-1] + dims[K:] where all are known."""
+    idims, udims = indices.shape.as_tuple_or_none(), updates.shape.as_tuple_or_none()
+    k = _index_depth(indices, dims, op_type, attrs, inputs)
+    if None in (idims, udims, k, dims):
+        return
+    want = TensorShape(list(idims[:-1]) + list(dims[k:]))
+    if not want.is_compatible_with(updates.shape):
+        raise _shape_error(_who(op_type, attrs), inputs, f"updates has shape {list(udims)} but "
+                           f"indices.shape[:-1] + shape[{k}:] is {want.as_tuple_or_none()}")
+
+
+@register_op("ScatterNd")
+def _scatter_nd_infer(inputs, attrs):
+    indices, updates, shape = inputs
+    out = shape_from_tensor(shape)
+    _check_updates(indices, updates, out.as_tuple_or_none(), "ScatterNd", attrs, inputs)
+    return [(updates.dtype, out)]
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """A tensor of zeros of ``shape`` with ``updates`` added at ``indices`` (duplicates sum)."""
+    return _apply("ScatterNd", name, [(indices, "indices", dtypes.int32), (updates, "updates", None),
+                                      (shape, "shape", dtypes.int32)],
+                  lambda i, u, s: {"T": u.dtype, "Tindices": i.dtype}).outputs[0]
+
+
+def _tensor_scatter_infer(op_type):
+    def infer(inputs, attrs):
+        tensor, indices, updates = inputs
+        _check_updates(indices, updates, tensor.shape.as_tuple_or_none(), op_type, attrs, inputs)
+        return [(tensor.dtype, tensor.shape)]
+    return infer
+
+
+def _tensor_scatter(op_type, doc):
+    def fn(tensor, indices, updates, name=None):
+        return _apply(op_type, name, [(tensor, "tensor", None), (indices, "indices", dtypes.int32),
+                                      (updates, "updates", None)],
+                      lambda t, i, u: {"T": t.dtype, "Tindices": i.dtype}).outputs[0]
+    fn.__doc__ = doc
+    return fn
+
+
+_TENSOR_SCATTERS = {
+    "TensorScatterUpdate": "A copy of ``tensor`` with the slices at ``indices`` replaced by ``updates``.",
+    "TensorScatterAdd": "A copy of ``tensor`` with ``updates`` added at ``indices`` (duplicates sum).",
+    "TensorScatterSub": "A copy of ``tensor`` with ``updates`` subtracted at ``indices``.",
+}
+for _op in _TENSOR_SCATTERS:
+    register_op(_op)(_tensor_scatter_infer(_op))
+tensor_scatter_update = tensor_scatter_nd_update = _tensor_scatter("TensorScatterUpdate", _TENSOR_SCATTERS["TensorScatterUpdate"])
+tensor_scatter_add = tensor_scatter_nd_add = _tensor_scatter("TensorScatterAdd", _TENSOR_SCATTERS["TensorScatterAdd"])
+tensor_scatter_sub = tensor_scatter_nd_sub = _tensor_scatter("TensorScatterSub", _TENSOR_SCATTERS["TensorScatterSub"])
+
+
+# -- gradients (TF's rules) ----------------------------------------------------------------
+def _shape_of(t):
+    from .array_ops import shape
+    return t.shape.as_list() if t.shape.is_fully_defined() else shape(t, out_type=dtypes.int32)
+
+
+@RegisterGradient("GatherNd")
+def _gather_nd_grad(op, grad):
+    params, indices = op.inputs
+    from .math_ops import cast
+    ref_shape = _shape_of(params)
+    if not isinstance(ref_shape, list):
+        ref_shape = cast(ref_shape, indices.dtype)
+    return [scatter_nd(indices, grad, ref_shape), None]
+
+
+@RegisterGradient("ScatterNd")
+def _scatter_nd_grad(op, grad):
+    return [None, gather_nd(grad, op.inputs[0]), None]
+
+
+@RegisterGradient("TensorScatterUpdate")
+def _tensor_scatter_update_grad(op, grad):
+    from .array_ops import zeros_like
+    indices, updates = op.inputs[1], op.inputs[2]
+    return [tensor_scatter_update(grad, indices, zeros_like(updates)), None,
+            gather_nd(grad, indices)]
+
+
+@RegisterGradient("TensorScatterAdd")
+def _tensor_scatter_add_grad(op, grad):
+    return [grad, None, gather_nd(grad, op.inputs[1])]
+
+
+@RegisterGradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(op, grad):
+    return [grad, None, -gather_nd(grad, op.inputs[1])]

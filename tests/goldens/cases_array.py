@@ -1,0 +1,93 @@
+"""Array ops people use: n-d gather/scatter, segment reductions, partition/stitch, unique,
+sort, matrix helpers, tensordot/einsum; values and gradients."""
+import numpy as np
+
+from tests.goldens.harness import case
+
+
+def _grads(tf, y, xs, weights_seed=7):
+    """Gradients of a weighted sum of y, so each output element gets its own weight (of
+    sum(y * y + y) where y's shape is not static)."""
+    if not y.shape.is_fully_defined():
+        return tf.gradients(tf.reduce_sum(y * y + y), xs)
+    w = np.random.RandomState(weights_seed).randn(*y.shape.as_list()).astype(y.dtype.as_numpy_dtype)
+    return tf.gradients(tf.reduce_sum(y * w), xs)
+
+
+@case
+def gather_nd_and_scatter_nd(tf):
+    rng = np.random.RandomState(0)
+    p = tf.constant(rng.randn(3, 4, 2).astype(np.float32))
+    g1 = tf.gather_nd(p, [[0, 1], [2, 3], [0, 1]])
+    g2 = tf.gather_nd(p, [[[1, 2, 0]], [[0, 0, 1]]])
+    u = tf.constant(rng.randn(3, 2).astype(np.float32))
+    s = tf.scatter_nd([[1, 0], [3, 1], [1, 0]], u, [4, 2, 2])
+    dp, = _grads(tf, g1, [p])
+    dp2, = _grads(tf, g2, [p])
+    du, = _grads(tf, s, [u])
+    return {"g1": g1, "g2": g2, "s": s, "dp": dp, "dp2": dp2, "du": du}
+
+
+@case
+def tensor_scatter_family(tf):
+    rng = np.random.RandomState(1)
+    t = tf.constant(rng.randn(4, 3).astype(np.float32))
+    u = tf.constant(rng.randn(2, 3).astype(np.float32))
+    out = {}
+    for name, fn in (("update", tf.tensor_scatter_update), ("add", tf.tensor_scatter_add),
+                     ("sub", tf.tensor_scatter_sub), ("nd_add", tf.tensor_scatter_nd_add)):
+        y = fn(t, [[2], [0]], u)
+        dt, du = _grads(tf, y, [t, u])
+        out.update({name: y, f"{name}_dt": dt, f"{name}_du": du})
+    return out
+
+
+@case
+def sorted_segment_reductions(tf):
+    rng = np.random.RandomState(2)
+    data = tf.constant(rng.randn(6, 3).astype(np.float32))
+    ids = [0, 0, 1, 3, 3, 3]
+    out = {}
+    for name in ("segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"):
+        y = getattr(tf, name)(data, ids)
+        out[name] = y
+        out[f"{name}_grad"], = _grads(tf, y, [data])
+    return out
+
+
+@case
+def unsorted_segment_reductions(tf):
+    rng = np.random.RandomState(3)
+    data = tf.constant(rng.randn(5, 2).astype(np.float32))
+    ids = [2, -1, 0, 2, 0]
+    out = {}
+    for name in ("unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
+                 "unsorted_segment_prod", "unsorted_segment_mean", "unsorted_segment_sqrt_n"):
+        y = getattr(tf.math, name)(data, ids, 3)
+        out[name] = y
+        if name in ("unsorted_segment_max", "unsorted_segment_min"):
+            y = y[:2]  # segment 1 is empty: the lowest/highest float, whose weighted sum is inf
+        out[f"{name}_grad"], = _grads(tf, y, [data])
+    return out
+
+
+@case
+def segment_prod_gradient_with_zeros(tf):
+    data = tf.constant(np.array([[0, 2], [3, 0], [0, 0], [5, 7], [0, 4]], np.float32))
+    y = tf.segment_prod(data, [0, 0, 1, 1, 1])
+    z = tf.unsorted_segment_prod(data, [0, 0, 1, 1, 1], 2)
+    dy, = _grads(tf, y, [data])
+    dz, = _grads(tf, z, [data])
+    return {"y": y, "z": z, "dy": dy, "dz": dz}
+
+
+@case
+def dynamic_partition_and_stitch(tf):
+    rng = np.random.RandomState(4)
+    data = tf.constant(rng.randn(5, 2).astype(np.float32))
+    parts = tf.dynamic_partition(data, [1, 0, 2, 1, 1], 3)
+    stitched = tf.dynamic_stitch([[4], [0, 2, 3]], [parts[0] * 0 + parts[2], parts[1]])
+    d_parts, = _grads(tf, parts[1], [data])
+    d_stitch, = _grads(tf, stitched, [data])
+    return {"p0": parts[0], "p1": parts[1], "p2": parts[2], "stitched": stitched,
+            "d_parts": d_parts, "d_stitch": d_stitch}

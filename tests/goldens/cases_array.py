@@ -91,3 +91,25 @@ def dynamic_partition_and_stitch(tf):
     d_stitch, = _grads(tf, stitched, [data])
     return {"p0": parts[0], "p1": parts[1], "p2": parts[2], "stitched": stitched,
             "d_parts": d_parts, "d_stitch": d_stitch}
+
+
+@case
+def unique_and_counts(tf):
+    x = tf.constant(np.array([4, 1, 4, 9, 1, 1, 0], np.int32))
+    y, idx = tf.unique(x)
+    y64, idx64, count = tf.unique_with_counts(tf.constant([2.5, -1.0, 2.5], tf.float32), out_idx=tf.int64)
+    return {"y": y, "idx": idx, "y64": y64, "idx64": idx64, "count": count}
+
+
+@case
+def sort_and_argsort(tf):
+    rng = np.random.RandomState(5)
+    x = tf.constant(rng.randn(3, 5).astype(np.float32))
+    ints = tf.constant(np.array([[3, 1, 3, -2], [0, 7, 0, 7]], np.int32))
+    out = {"asc": tf.sort(x), "desc0": tf.sort(x, axis=0, direction="DESCENDING"),
+           "arg": tf.argsort(x), "arg_desc0": tf.argsort(x, axis=0, direction="DESCENDING"),
+           "ints": tf.sort(ints), "ints_arg": tf.argsort(ints, stable=True),
+           "ints_arg_desc": tf.argsort(ints, direction="DESCENDING")}
+    out["d_asc"], = _grads(tf, out["asc"], [x])
+    out["d_desc0"], = _grads(tf, out["desc0"], [x])
+    return out

@@ -11,6 +11,7 @@ HOST_RUN_ARRAY_OPS = (
     "GatherNd", "ScatterNd", "TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub",
     "SegmentSum", "SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd", "UnsortedSegmentMax",
     "UnsortedSegmentMin", "UnsortedSegmentProd", "DynamicPartition", "DynamicStitch",
+    "Unique", "UniqueWithCounts",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -113,3 +113,36 @@ def sort_and_argsort(tf):
     out["d_asc"], = _grads(tf, out["asc"], [x])
     out["d_desc0"], = _grads(tf, out["desc0"], [x])
     return out
+
+
+@case
+def diagonals_and_bands(tf):
+    rng = np.random.RandomState(6)
+    x = tf.constant(rng.randn(2, 3, 4).astype(np.float32))
+    d = tf.constant(rng.randn(2, 3).astype(np.float32))
+    sq = tf.constant(rng.randn(3, 3).astype(np.float32))
+    out = {"diag": tf.diag(d), "diag_part": tf.diag_part(sq), "matrix_diag": tf.matrix_diag(d),
+           "matrix_diag_part": tf.matrix_diag_part(x), "set_diag": tf.matrix_set_diag(x, d),
+           "band_1_0": tf.matrix_band_part(x, 1, 0), "band_all_2": tf.matrix_band_part(x, -1, 2),
+           "trace": tf.trace(x), "eye": tf.eye(3), "eye_batch": tf.eye(2, 3, batch_shape=[2]),
+           "eye_int": tf.eye(2, dtype=tf.int32)}
+    for key, xs in (("diag", [d]), ("diag_part", [sq]), ("matrix_diag", [d]),
+                    ("matrix_diag_part", [x]), ("set_diag", [x, d]), ("band_1_0", [x]),
+                    ("trace", [x])):
+        for i, g in enumerate(_grads(tf, out[key], xs)):
+            out[f"d_{key}_{i}"] = g
+    return out
+
+
+@case
+def linspace_meshgrid_reverse_sequence(tf):
+    rng = np.random.RandomState(7)
+    x = tf.constant(rng.randn(3, 5, 2).astype(np.float32))
+    rs = tf.reverse_sequence(x, [5, 0, 3], seq_axis=1, batch_axis=0)
+    rs_t = tf.reverse_sequence(tf.transpose(x, [1, 0, 2]), tf.constant([2, 4, 1], tf.int64), seq_dim=0, batch_dim=1)
+    gx, gy = tf.meshgrid([1.0, 2.0, 3.0], [10.0, 20.0], indexing="xy")
+    ix, iy, iz = tf.meshgrid([1, 2], [3, 4, 5], [6], indexing="ij")
+    d_rs, = _grads(tf, rs, [x])
+    return {"lin": tf.linspace(-1.0, 2.0, 7), "lin64": tf.lin_space(tf.constant(0.0, tf.float64), 1.0, 4),
+            "lin1": tf.linspace(5.0, 6.0, 1), "rs": rs, "rs_t": rs_t, "d_rs": d_rs,
+            "gx": gx, "gy": gy, "ix": ix, "iy": iy, "iz": iz}

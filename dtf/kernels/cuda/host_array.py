@@ -12,6 +12,8 @@ HOST_RUN_ARRAY_OPS = (
     "SegmentSum", "SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd", "UnsortedSegmentMax",
     "UnsortedSegmentMin", "UnsortedSegmentProd", "DynamicPartition", "DynamicStitch",
     "Unique", "UniqueWithCounts",
+    "Diag", "DiagPart", "MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "MatrixBandPart",
+    "LinSpace", "ReverseSequence",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -11,3 +11,4 @@ from . import random  # noqa: F401
 from . import scatter_nd  # noqa: F401
 from . import segment  # noqa: F401
 from . import sort  # noqa: F401
+from . import matrix  # noqa: F401

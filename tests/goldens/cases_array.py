@@ -10,7 +10,7 @@ def _grads(tf, y, xs, weights_seed=7):
     sum(y * y + y) where y's shape is not static)."""
     if not y.shape.is_fully_defined():
         return tf.gradients(tf.reduce_sum(y * y + y), xs)
-    w = np.random.RandomState(weights_seed).randn(*y.shape.as_list()).astype(y.dtype.as_numpy_dtype)
+    w = np.asarray(np.random.RandomState(weights_seed).randn(*y.shape.as_list()), y.dtype.as_numpy_dtype)
     return tf.gradients(tf.reduce_sum(y * w), xs)
 
 
@@ -146,3 +146,24 @@ def linspace_meshgrid_reverse_sequence(tf):
     return {"lin": tf.linspace(-1.0, 2.0, 7), "lin64": tf.lin_space(tf.constant(0.0, tf.float64), 1.0, 4),
             "lin1": tf.linspace(5.0, 6.0, 1), "rs": rs, "rs_t": rs_t, "d_rs": d_rs,
             "gx": gx, "gy": gy, "ix": ix, "iy": iy, "iz": iz}
+
+
+@case
+def tensordot_and_einsum(tf):
+    rng = np.random.RandomState(8)
+    a = tf.constant(rng.randn(2, 3, 4).astype(np.float32))
+    b = tf.constant(rng.randn(4, 5).astype(np.float32))
+    sq = tf.constant(rng.randn(3, 3).astype(np.float32))
+    out = {"td1": tf.tensordot(a, b, 1), "td_pairs": tf.tensordot(a, a, [[0, 2], [0, 2]]),
+           "td_outer": tf.tensordot(b[0], b[1], 0),
+           "matmul": tf.einsum("ij,jk->ik", a[0], b), "batch": tf.einsum("bij,bkj->bik", a, a),
+           "transpose": tf.einsum("ij->ji", b), "trace": tf.einsum("ii", sq),
+           "diag": tf.einsum("ii->i", sq), "outer": tf.einsum("i,j->ij", b[0], b[1]),
+           "sum_all": tf.einsum("ij->", b), "col_sums": tf.einsum("bij->j", a),
+           "chain": tf.einsum("ij,jk,kl->il", a[0], b, tf.transpose(b)),
+           "ellipsis": tf.einsum("...ij,jk->...ik", a, b)}
+    for key, xs in (("td1", [a, b]), ("td_pairs", [a]), ("batch", [a]), ("trace", [sq]),
+                    ("chain", [a, b]), ("ellipsis", [a, b])):
+        for i, g in enumerate(_grads(tf, out[key], xs)):
+            out[f"d_{key}_{i}"] = g
+    return out

@@ -62,10 +62,12 @@ from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sort_ops import *  # noqa: F401,F403,E402
 from dtf.ops.matrix_ops import *  # noqa: F401,F403,E402
 from dtf.ops.tensordot_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_solve_ops import *  # noqa: F401,F403,E402
 from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
+_LAZY_MODULES["linalg"] = "dtf.linalg"
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 

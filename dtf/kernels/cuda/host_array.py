@@ -14,6 +14,8 @@ HOST_RUN_ARRAY_OPS = (
     "Unique", "UniqueWithCounts",
     "Diag", "DiagPart", "MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "MatrixBandPart",
     "LinSpace", "ReverseSequence",
+    "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "Cholesky", "MatrixSolve",
+    "MatrixTriangularSolve",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

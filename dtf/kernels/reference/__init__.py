@@ -12,3 +12,4 @@ from . import scatter_nd  # noqa: F401
 from . import segment  # noqa: F401
 from . import sort  # noqa: F401
 from . import matrix  # noqa: F401
+from . import linalg  # noqa: F401

@@ -1,0 +1,40 @@
+"""tf.linalg basics: inverse, determinants, cholesky, solves; values and gradients."""
+import numpy as np
+
+from tests.goldens.harness import case
+
+
+def _weighted(tf, y, seed):
+    w = np.asarray(np.random.RandomState(seed).randn(*y.shape.as_list()), y.dtype.as_numpy_dtype)
+    return tf.reduce_sum(y * w)
+
+
+@case(rtol=1e-4, atol=1e-5)
+def inverse_and_determinants(tf):
+    rng = np.random.RandomState(0)
+    a = tf.constant((rng.randn(2, 3, 3) + 3 * np.eye(3)).astype(np.float32))
+    out = {"inv": tf.linalg.inv(a), "inv_adj": tf.matrix_inverse(a, adjoint=True),
+           "det": tf.linalg.det(a), "slogdet_sign": tf.linalg.slogdet(-a)[0],
+           "slogdet_log": tf.linalg.slogdet(-a)[1]}
+    for key in ("inv", "inv_adj", "det", "slogdet_log"):
+        out[f"d_{key}"], = tf.gradients(_weighted(tf, out[key], 1), [a])
+    return out
+
+
+@case(rtol=1e-4, atol=1e-5)
+def cholesky_and_solves(tf):
+    rng = np.random.RandomState(1)
+    x = tf.constant(rng.randn(2, 3, 3).astype(np.float64))
+    spd = tf.matmul(x, x, transpose_b=True) + tf.eye(3, dtype=tf.float64)
+    a = tf.constant((rng.randn(3, 3) + 3 * np.eye(3)).astype(np.float32))
+    b = tf.constant(rng.randn(3, 2).astype(np.float32))
+    out = {"chol": tf.cholesky(spd), "logdet": tf.linalg.logdet(spd),
+           "solve": tf.matrix_solve(a, b), "solve_adj": tf.linalg.solve(a, b, adjoint=True),
+           "tri_lower": tf.matrix_triangular_solve(a, b),
+           "tri_upper_adj": tf.linalg.triangular_solve(a, b, lower=False, adjoint=True),
+           "transpose": tf.linalg.matrix_transpose(x)}
+    out["d_chol"], = tf.gradients(_weighted(tf, out["chol"], 2), [x])
+    out["d_logdet"], = tf.gradients(tf.reduce_sum(out["logdet"]), [x])
+    for key in ("solve", "solve_adj", "tri_lower", "tri_upper_adj"):
+        out[f"d_{key}_a"], out[f"d_{key}_b"] = tf.gradients(_weighted(tf, out[key], 3), [a, b])
+    return out

@@ -24,3 +24,7 @@ from dtf.ops.segment_ops import (  # noqa: F401
     segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
     unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,
 )
+from dtf.ops.special_math_ops import (  # noqa: F401
+    digamma, erfc, lgamma, multiply_no_nan, polygamma, xlogy,
+)
+from dtf.ops.math_ops import xdivy  # noqa: F401

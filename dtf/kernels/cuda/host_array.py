@@ -16,6 +16,7 @@ HOST_RUN_ARRAY_OPS = (
     "LinSpace", "ReverseSequence",
     "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "Cholesky", "MatrixSolve",
     "MatrixTriangularSolve",
+    "Lgamma", "Digamma", "Polygamma", "Erfc", "Xlogy", "MulNoNan",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

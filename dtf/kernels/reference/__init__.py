@@ -13,3 +13,4 @@ from . import segment  # noqa: F401
 from . import sort  # noqa: F401
 from . import matrix  # noqa: F401
 from . import linalg  # noqa: F401
+from . import special  # noqa: F401

@@ -1,5 +1,5 @@
-"""GPU kernels of the array, segment, sort, matrix and linear-algebra ops that have no
-CUDA kernel yet: like the scans and top_k (``state.HOST_RUN_OPS``), they copy their inputs
+"""GPU kernels of the array, segment, sort, matrix, linear-algebra, special-function and
+extra nn ops that have no CUDA kernel yet: like the scans and top_k (``state.HOST_RUN_OPS``), they copy their inputs
 to the host and run the CPU kernel, so a graph built under ``tf.device('/gpu:0')`` runs
 them without soft placement; the next GPU kernel copies their outputs back."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ HOST_RUN_ARRAY_OPS = (
     "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "Cholesky", "MatrixSolve",
     "MatrixTriangularSolve",
     "Lgamma", "Digamma", "Polygamma", "Erfc", "Xlogy", "MulNoNan",
+    "Selu", "SeluGrad", "LRN", "LRNGrad",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -14,3 +14,4 @@ from . import sort  # noqa: F401
 from . import matrix  # noqa: F401
 from . import linalg  # noqa: F401
 from . import special  # noqa: F401
+from . import nn_extra  # noqa: F401

@@ -3,7 +3,7 @@ under their tf.linalg names (inv is matrix_inverse, det is matrix_determinant, b
 matrix_band_part, ...)."""
 from dtf.ops.linalg_ops import matmul  # noqa: F401
 from dtf.ops.linalg_solve_ops import (  # noqa: F401
-    cholesky, logdet, matrix_transpose,
+    cholesky, cross, logdet, matrix_transpose, norm,
 )
 from dtf.ops.linalg_solve_ops import log_matrix_determinant as slogdet  # noqa: F401
 from dtf.ops.linalg_solve_ops import matrix_determinant as det  # noqa: F401

@@ -1,9 +1,12 @@
 """Dense linear algebra over batches of square matrices: matrix_inverse, matrix_determinant,
 log_matrix_determinant (slogdet), cholesky, matrix_solve, matrix_triangular_solve, plus
-matrix_transpose and logdet, with TF's gradients."""
+matrix_transpose, logdet, norm and cross, with TF's gradients."""
 from __future__ import annotations
 
 import collections
+import numbers
+
+import numpy as np
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
@@ -15,7 +18,7 @@ from .common import convert
 from .linalg_ops import matmul
 
 __all__ = ["matrix_inverse", "matrix_determinant", "cholesky", "matrix_solve",
-           "matrix_triangular_solve", "matrix_transpose", "log_matrix_determinant"]
+           "matrix_triangular_solve", "matrix_transpose", "log_matrix_determinant", "norm", "cross"]
 
 _FLOATS = (dtypes.float32, dtypes.float64)
 
@@ -68,6 +71,18 @@ register_op("MatrixDeterminant")(_batch_infer("MatrixDeterminant", 1))
 register_op("LogMatrixDeterminant")(_batch_infer("LogMatrixDeterminant", 2))
 register_op("MatrixSolve")(_solve_infer("MatrixSolve"))
 register_op("MatrixTriangularSolve")(_solve_infer("MatrixTriangularSolve"))
+
+
+@register_op("Cross")
+def _cross_infer(inputs, attrs):
+    a, b = inputs
+    if not a.shape.is_compatible_with(b.shape):
+        raise _shape_error(_who("Cross", attrs), inputs, "Dimensions must be equal")
+    shape = a.shape.merge_with(b.shape)
+    last = shape.as_tuple_or_none()[-1] if shape.ndims else None
+    if shape.ndims == 0 or last not in (None, 3):
+        raise _shape_error(_who("Cross", attrs), inputs, "Dimension must be 3")
+    return [(a.dtype, shape)]
 
 
 def _float_input(t, arg, op_type):
@@ -150,6 +165,67 @@ def logdet(matrix, name=None):
         return 2.0 * reduce_sum(log(matrix_diag_part(chol)), axis=[-1])
 
 
+def cross(a, b, name=None):
+    """The cross products of the 3-vectors along the last dimension of ``a`` and ``b``."""
+    from .common import convert_same
+
+    with _ops.name_scope(name, "Cross", [a, b]) as scope:
+        a, b = convert_same([a, b], "Cross", names=("a", "b"))
+        return _ops.make_tensor("Cross", [a, b], {"T": a.dtype}, name=scope)
+
+
+def _norm_axis(axis, ord):  # noqa: A002 - TF's argument name
+    """(axis as a tuple or None, whether it is a matrix norm), after TF's checks."""
+    if isinstance(axis, (tuple, list)) and len(axis) == 2:
+        axis = tuple(axis)
+        if not all(isinstance(a, numbers.Integral) for a in axis) or axis[0] == axis[1]:
+            raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}")
+        supported = ["euclidean", "fro", 1, 2, np.inf]
+        if ord not in supported:
+            raise ValueError(f"'ord' must be a supported matrix norm in {supported}, got {ord}")
+        if ord in (2, 2.0):
+            raise NotImplementedError("norm with ord=2 over two axes (the spectral norm) needs an "
+                                      "SVD, which is not supported")
+        return axis, True
+    if not (isinstance(axis, numbers.Integral) or axis is None):
+        raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}")
+    if ord not in ["euclidean", 1, 2, np.inf] and (not np.isreal(ord) or isinstance(ord, str) or ord <= 0):
+        raise ValueError(f"'ord' must be a supported vector norm, got {ord}")
+    return (None if axis is None else (axis,)), False
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None):  # noqa: A002
+    """Vector norms (euclidean, 1, inf, any p > 0) over ``axis`` (all entries when None) and
+    matrix norms ('fro'/'euclidean', 1, inf) over a pair of axes, as TF composes them."""
+    from .math_ops import abs as abs_, pow as pow_, sqrt
+    from .reduction_ops import reduce_max, reduce_sum
+
+    if keepdims is not None and keep_dims is not None and keepdims != keep_dims:
+        raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'")
+    keepdims = bool(keepdims if keepdims is not None else keep_dims)
+    axis, is_matrix = _norm_axis(axis, ord)
+    with _ops.name_scope(name, "norm", [tensor]):
+        tensor = convert(tensor, "tensor")
+        axes = None if axis is None else list(axis)
+        if ord in ("fro", "euclidean", 2, 2.0):
+            result = sqrt(reduce_sum(tensor * tensor, axes, keepdims=True))
+        else:
+            result = abs_(tensor)
+            if ord == 1:
+                result = reduce_sum(result, None if axis is None else axis[0], keepdims=True)
+                if is_matrix:
+                    result = reduce_max(result, axis[-1], keepdims=True)
+            elif ord == np.inf:
+                if is_matrix:
+                    result = reduce_sum(result, axis[1], keepdims=True)
+                result = reduce_max(result, None if axis is None else axis[0], keepdims=True)
+            else:
+                result = pow_(reduce_sum(pow_(result, ord), axes, keepdims=True), 1.0 / ord)
+        if not keepdims:
+            result = A.squeeze(result, axes)
+        return result
+
+
 # -- gradients (TF's rules, for non-broadcast batch shapes) ---------------------------------
 @RegisterGradient("MatrixInverse")
 def _matrix_inverse_grad(op, grad):
@@ -214,3 +290,9 @@ def _matrix_triangular_solve_grad(op, grad):
         op.inputs[0], grad, lower=lower, adjoint=adj))
     grad_a = matrix_band_part(grad_a, -1, 0) if lower else matrix_band_part(grad_a, 0, -1)
     return [grad_a, grad_b]
+
+
+@RegisterGradient("Cross")
+def _cross_grad(op, grad):
+    u, v = op.inputs
+    return [cross(v, grad), cross(grad, u)]

@@ -1,5 +1,5 @@
 """Diagonals and bands (diag, diag_part, matrix_diag, matrix_diag_part, matrix_set_diag,
-matrix_band_part, eye, trace), linspace, meshgrid and reverse_sequence, with TF's
+matrix_band_part, eye, trace), linspace, meshgrid, reverse_sequence and roll, with TF's
 gradients."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .common import convert, same_as_input
 
 __all__ = ["diag", "diag_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
            "matrix_band_part", "eye", "trace", "linspace", "lin_space", "meshgrid",
-           "reverse_sequence"]
+           "reverse_sequence", "roll"]
 
 
 def _at_least(t, rank, op_type, attrs, inputs):
@@ -256,6 +256,17 @@ def _either(new, old, new_name, old_name):
     return new if new is not None else old
 
 
+register_op("Roll")(same_as_input)
+
+
+def roll(input, shift, axis, name=None):  # noqa: A002
+    """Shifts the entries of ``input`` by ``shift`` along ``axis`` (both a scalar or lists of
+    the same length), wrapping around."""
+    return _apply("Roll", name, [(input, "input", None), (shift, "shift", dtypes.int32),
+                                 (axis, "axis", dtypes.int32)],
+                  lambda x, s, a: {"T": x.dtype, "Tshift": s.dtype, "Taxis": a.dtype}).outputs[0]
+
+
 # -- gradients (TF's rules) ----------------------------------------------------------------
 RegisterGradient("Diag")(lambda op, grad: [diag_part(grad)])
 RegisterGradient("DiagPart")(lambda op, grad: [diag(grad)])
@@ -284,3 +295,10 @@ def _matrix_band_part_grad(op, grad):
 def _reverse_sequence_grad(op, grad):
     return [reverse_sequence(grad, op.inputs[1], seq_axis=op.get_attr("seq_dim"),
                              batch_axis=op.get_attr("batch_dim")), None]
+
+
+@RegisterGradient("Roll")
+def _roll_grad(op, grad):
+    from .math_ops import negative
+
+    return [roll(grad, negative(op.inputs[1]), op.inputs[2]), None, None]

@@ -167,3 +167,13 @@ def tensordot_and_einsum(tf):
         for i, g in enumerate(_grads(tf, out[key], xs)):
             out[f"d_{key}_{i}"] = g
     return out
+
+
+@case
+def roll(tf):
+    x = tf.constant(np.random.RandomState(9).randn(2, 3, 4).astype(np.float32))
+    a = tf.roll(x, [1, -2], [0, 2])
+    b = tf.roll(x, 5, 1)
+    da, = _grads(tf, a, [x])
+    db, = _grads(tf, b, [x], weights_seed=8)
+    return {"a": a, "b": b, "da": da, "db": db}

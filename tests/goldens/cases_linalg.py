@@ -38,3 +38,20 @@ def cholesky_and_solves(tf):
     for key in ("solve", "solve_adj", "tri_lower", "tri_upper_adj"):
         out[f"d_{key}_a"], out[f"d_{key}_b"] = tf.gradients(_weighted(tf, out[key], 3), [a, b])
     return out
+
+
+@case
+def norms_and_cross(tf):
+    rng = np.random.RandomState(2)
+    x = tf.constant(rng.randn(2, 3, 4).astype(np.float32))
+    u = tf.constant(rng.randn(4, 3).astype(np.float32))
+    v = tf.constant(rng.randn(4, 3).astype(np.float32))
+    out = {"all": tf.norm(x), "axis1": tf.norm(x, axis=1), "l1": tf.norm(x, ord=1, axis=-1),
+           "linf_keep": tf.norm(x, ord=np.inf, axis=0, keepdims=True), "p3": tf.norm(x, ord=3, axis=2),
+           "fro": tf.norm(x, ord="fro", axis=[1, 2]), "m1": tf.norm(x, ord=1, axis=(1, 2)),
+           "minf": tf.linalg.norm(x, ord=np.inf, axis=(-2, -1)), "cross": tf.cross(u, v),
+           "linalg_cross": tf.linalg.cross(v, u)}
+    for key in ("all", "axis1", "l1", "p3", "fro", "m1", "minf"):
+        out[f"d_{key}"], = tf.gradients(_weighted(tf, out[key], 4), [x])
+    out["d_cross_u"], out["d_cross_v"] = tf.gradients(_weighted(tf, out["cross"], 5), [u, v])
+    return out

@@ -64,3 +64,34 @@ def test_errors():
 ])
 def test_gradients(build):
     check_gradient(build, [A, B], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs,want", [
+    ({}, np.linalg.norm(B.reshape(-1))),
+    ({"axis": 1}, np.linalg.norm(B, axis=1)),
+    ({"ord": 1, "axis": -1}, np.linalg.norm(B, ord=1, axis=-1)),
+    ({"ord": np.inf, "axis": 0}, np.linalg.norm(B, ord=np.inf, axis=0)),
+    ({"ord": 3, "axis": 1, "keepdims": True}, np.linalg.norm(B, ord=3, axis=1, keepdims=True)),
+    ({"ord": "fro", "axis": [1, 2]}, np.linalg.norm(B, ord="fro", axis=(1, 2))),
+    ({"ord": 1, "axis": (1, 2)}, np.linalg.norm(B, ord=1, axis=(1, 2))),
+    ({"ord": np.inf, "axis": (-2, -1), "keep_dims": True}, np.linalg.norm(B, ord=np.inf, axis=(1, 2), keepdims=True)),
+])
+def test_norm(kwargs, want):
+    out = tf.norm(B, **kwargs)
+    assert out.shape.as_list() == list(np.shape(want))
+    np.testing.assert_allclose(run(out), want, rtol=1e-12)
+
+
+def test_norm_errors_and_cross():
+    with pytest.raises(NotImplementedError, match="SVD"):
+        tf.norm(B, ord=2, axis=[1, 2])
+    with pytest.raises(ValueError, match="vector norm"):
+        tf.norm(B, ord=-1)
+    u, v = R.randn(4, 3), R.randn(4, 3)
+    c = tf.cross(u, v)
+    np.testing.assert_allclose(run(c), np.cross(u, v))
+    check_against_reference(c)
+    check_gradient(lambda a, b: tf.cross(a, b) * np.arange(12.0).reshape(4, 3), [u, v])
+    check_gradient(lambda a, b: tf.norm(a, axis=1) + tf.norm(b, ord=1.5), [u, v])
+    with pytest.raises(ValueError, match="Dimension must be 3"):
+        tf.cross(B, B)

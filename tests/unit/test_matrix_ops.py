@@ -98,3 +98,11 @@ W = np.random.RandomState(0).randn(2, 3, 4)
 ])
 def test_gradients(build):
     check_gradient(build, [np.random.RandomState(2).randn(2, 3, 4)])
+
+
+def test_roll():
+    out = tf.roll(M, [1, -2], [0, 2])
+    np.testing.assert_array_equal(run(out), np.roll(M, (1, -2), (0, 2)))
+    np.testing.assert_array_equal(run(tf.roll(M, 2, 1)), np.roll(M, 2, 1))
+    check_against_reference(out)
+    check_gradient(lambda x: tf.roll(x, [1, 3], [1, -1]) * W, [np.random.RandomState(4).randn(2, 3, 4)])

@@ -13,7 +13,7 @@ HOST_RUN_ARRAY_OPS = (
     "UnsortedSegmentMin", "UnsortedSegmentProd", "DynamicPartition", "DynamicStitch",
     "Unique", "UniqueWithCounts",
     "Diag", "DiagPart", "MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "MatrixBandPart",
-    "LinSpace", "ReverseSequence",
+    "LinSpace", "ReverseSequence", "Roll", "Cross",
     "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "Cholesky", "MatrixSolve",
     "MatrixTriangularSolve",
     "Lgamma", "Digamma", "Polygamma", "Erfc", "Xlogy", "MulNoNan",

@@ -1,6 +1,6 @@
 """Reference semantics of the dense linear-algebra ops over batches of square matrices:
 MatrixInverse, MatrixDeterminant, LogMatrixDeterminant, Cholesky, MatrixSolve and
-MatrixTriangularSolve."""
+MatrixTriangularSolve; and Cross."""
 from __future__ import annotations
 
 import numpy as np
@@ -81,3 +81,11 @@ def _matrix_triangular_solve(attrs, a, b):
     if (diag == 0).any():
         raise errors.InvalidArgumentError(None, None, "Input matrix is not invertible.")
     return np.linalg.solve(m, b).astype(b.dtype)
+
+
+@reference("Cross")
+def _cross(attrs, a, b):
+    if a.shape != b.shape or a.ndim == 0 or a.shape[-1] != 3:
+        raise errors.InvalidArgumentError(None, None, f"a and b must have the same shape ending in 3, "
+                                          f"got {list(a.shape)} and {list(b.shape)}")
+    return np.cross(a, b).astype(a.dtype)

@@ -1,5 +1,5 @@
 """Reference semantics of the diagonal and band ops (Diag, DiagPart, MatrixDiag,
-MatrixDiagPart, MatrixSetDiag, MatrixBandPart), LinSpace and ReverseSequence."""
+MatrixDiagPart, MatrixSetDiag, MatrixBandPart), LinSpace, ReverseSequence and Roll."""
 from __future__ import annotations
 
 import numpy as np
@@ -111,3 +111,14 @@ def _reverse_sequence(attrs, x, seq_lengths):
         src[seq] = slice(n - 1, None, -1) if n else slice(0, 0)
         out[tuple(index)] = x[tuple(src)]
     return out
+
+
+@reference("Roll")
+def _roll(attrs, x, shift, axis):
+    shifts, axes = np.atleast_1d(shift).astype(np.int64), np.atleast_1d(axis).astype(np.int64)
+    if shifts.shape != axes.shape:
+        raise _invalid(f"shift and axis must have the same size, got {shifts.size} and {axes.size}")
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise _invalid(f"axis {int(a)} is out of range for rank {x.ndim}")
+    return np.roll(x, tuple(int(s) for s in shifts), tuple(int(a) for a in axes))

@@ -14,6 +14,14 @@ def _grads(tf, y, xs, weights_seed=7):
     return tf.gradients(tf.reduce_sum(y * w), xs)
 
 
+def _add_grads(tf, out, spec):
+    """out["d_<key>_<i>"] = gradient of out[key] w.r.t. the i-th tensor, per (key, xs)."""
+    for key, xs in spec:
+        for i, g in enumerate(_grads(tf, out[key], xs)):
+            out[f"d_{key}_{i}"] = g
+    return out
+
+
 @case
 def gather_nd_and_scatter_nd(tf):
     rng = np.random.RandomState(0)
@@ -126,12 +134,9 @@ def diagonals_and_bands(tf):
            "band_1_0": tf.matrix_band_part(x, 1, 0), "band_all_2": tf.matrix_band_part(x, -1, 2),
            "trace": tf.trace(x), "eye": tf.eye(3), "eye_batch": tf.eye(2, 3, batch_shape=[2]),
            "eye_int": tf.eye(2, dtype=tf.int32)}
-    for key, xs in (("diag", [d]), ("diag_part", [sq]), ("matrix_diag", [d]),
-                    ("matrix_diag_part", [x]), ("set_diag", [x, d]), ("band_1_0", [x]),
-                    ("trace", [x])):
-        for i, g in enumerate(_grads(tf, out[key], xs)):
-            out[f"d_{key}_{i}"] = g
-    return out
+    return _add_grads(tf, out, (("diag", [d]), ("diag_part", [sq]), ("matrix_diag", [d]),
+                                ("matrix_diag_part", [x]), ("set_diag", [x, d]), ("band_1_0", [x]),
+                                ("trace", [x])))
 
 
 @case
@@ -162,11 +167,8 @@ def tensordot_and_einsum(tf):
            "sum_all": tf.einsum("ij->", b), "col_sums": tf.einsum("bij->j", a),
            "chain": tf.einsum("ij,jk,kl->il", a[0], b, tf.transpose(b)),
            "ellipsis": tf.einsum("...ij,jk->...ik", a, b)}
-    for key, xs in (("td1", [a, b]), ("td_pairs", [a]), ("batch", [a]), ("trace", [sq]),
-                    ("chain", [a, b]), ("ellipsis", [a, b])):
-        for i, g in enumerate(_grads(tf, out[key], xs)):
-            out[f"d_{key}_{i}"] = g
-    return out
+    return _add_grads(tf, out, (("td1", [a, b]), ("td_pairs", [a]), ("batch", [a]), ("trace", [sq]),
+                                ("chain", [a, b]), ("ellipsis", [a, b])))
 
 
 @case

@@ -41,11 +41,51 @@ def _gather_nd_infer(inputs, attrs):
 
 def gather_nd(params, indices, name=None, batch_dims=0):
     """Slices of ``params`` addressed by the rows of ``indices``' innermost dimension:
-    out[i...] = params[indices[i..., :]]."""
+    out[i...] = params[indices[i..., :]]. With ``batch_dims`` = b the first b dimensions
+    of both are batch dimensions: out[b..., i...] = params[b..., indices[b..., i..., :]]."""
     if batch_dims != 0:
-        raise NotImplementedError("gather_nd with batch_dims != 0 is not supported")
+        return _batch_gather_nd(params, indices, batch_dims, name)
     return _apply("GatherNd", name, [(params, "params", None), (indices, "indices", dtypes.int32)],
                   lambda p, i: {"Tparams": p.dtype, "Tindices": i.dtype}).outputs[0]
+
+
+def _batch_gather_nd(params, indices, batch_dims, name):
+    """gather_nd over b batch dimensions, as one GatherNd: the batch dimensions are
+    flattened into one and each index row gets its batch position prepended (so GatherNd's
+    range check still applies to the rest)."""
+    from . import array_ops as A
+    from .common import convert
+    from .math_ops import cast
+
+    with _ops.name_scope(name, "GatherNd", [params, indices]) as scope:
+        params = convert(params, "params")
+        indices = convert(indices, "indices", hint=dtypes.int32)
+        b, ni = int(batch_dims), indices.shape.ndims
+        if ni is None or params.shape.ndims is None:
+            raise ValueError("gather_nd with batch_dims needs params and indices of known rank")
+        if b < 0:
+            b += ni
+        if not 0 < b < ni or b >= params.shape.ndims:
+            raise ValueError(f"batch_dims = {batch_dims} must be less than the ranks of indices "
+                             f"({ni}) and params ({params.shape.ndims})")
+        if not params.shape[:b].is_compatible_with(indices.shape[:b]):
+            raise ValueError(f"params.shape[:{b}] {params.shape[:b]} and indices.shape[:{b}] "
+                             f"{indices.shape[:b]} must be equal (the batch dimensions)")
+        pshape, ishape = A.shape(params, out_type=indices.dtype), A.shape(indices)
+        from .reduction_ops import reduce_prod
+        n = reduce_prod(ishape[:b])
+        flat_params = A.reshape(params, A.concat([[-1], pshape[b:]], 0))
+        flat_indices = A.reshape(indices, A.concat([[-1], ishape[b:]], 0))
+        # batch position of every index row, broadcast to flat_indices[..., :1]
+        pos = A.reshape(A.range(n), A.concat([[-1], A.ones_like(ishape[b:])], 0))
+        pos = cast(pos, indices.dtype) * A.ones_like(flat_indices[..., :1])
+        out = gather_nd(flat_params, A.concat([pos, flat_indices], -1))
+        k = indices.shape.as_tuple_or_none()[-1]
+        result = A.reshape(out, A.concat([ishape[:-1], pshape[b + k:]] if k is not None else
+                                         [ishape[:-1], A.shape(out)[ni - b:]], 0), name=scope)
+        if k is not None:
+            result.set_shape(indices.shape[:-1].concatenate(params.shape[b + k:]))
+        return result
 
 
 def _check_updates(indices, updates, dims, op_type, attrs, inputs):
@@ -102,6 +142,39 @@ for _op in _TENSOR_SCATTERS:
 tensor_scatter_update = tensor_scatter_nd_update = _tensor_scatter("TensorScatterUpdate", _TENSOR_SCATTERS["TensorScatterUpdate"])
 tensor_scatter_add = tensor_scatter_nd_add = _tensor_scatter("TensorScatterAdd", _TENSOR_SCATTERS["TensorScatterAdd"])
 tensor_scatter_sub = tensor_scatter_nd_sub = _tensor_scatter("TensorScatterSub", _TENSOR_SCATTERS["TensorScatterSub"])
+
+
+def batch_gather(params, indices, axis, batch_dims, name=None):
+    """tf.gather with batch_dims != 0, as gather_nd over the same batch dimensions (the
+    gathered axis is moved next to them first, and back after)."""
+    from . import array_ops as A
+    from .common import convert
+
+    with _ops.name_scope(name, "GatherV2", [params, indices]):
+        params = convert(params, "params")
+        indices = convert(indices, "indices", hint=dtypes.int32)
+        ni, npr = indices.shape.ndims, params.shape.ndims
+        if ni is None or npr is None:
+            raise ValueError("gather with batch_dims needs params and indices of known rank")
+        axis = batch_dims if axis is None else axis  # TF takes the raw value: -1 is params' last
+        b = batch_dims + ni if batch_dims < 0 else batch_dims
+        axis = axis + npr if axis < 0 else axis
+        if not 0 <= b <= axis < npr:
+            raise ValueError(f"batch_dims ({batch_dims}) must be less than or equal to axis "
+                             f"({axis}), which must be less than rank(params) ({npr})")
+        if b == 0:
+            return A.gather(params, indices, axis=axis)
+        if axis != b:
+            params = A.transpose(params, list(range(b)) + [axis] + list(range(b, axis)) +
+                                 list(range(axis + 1, npr)))
+        out = gather_nd(params, A.expand_dims(indices, -1), batch_dims=b)
+        if axis == b:
+            return out
+        n_idx, n_mid = ni - b, axis - b  # out is B + I + params[b:axis] + params[axis+1:]
+        front = list(range(b))
+        idx = list(range(b, b + n_idx))
+        mid = list(range(b + n_idx, b + n_idx + n_mid))
+        return A.transpose(out, front + mid + idx + list(range(b + n_idx + n_mid, out.shape.ndims)))
 
 
 # -- gradients (TF's rules) ----------------------------------------------------------------

@@ -179,3 +179,14 @@ def roll(tf):
     da, = _grads(tf, a, [x])
     db, = _grads(tf, b, [x], weights_seed=8)
     return {"a": a, "b": b, "da": da, "db": db}
+
+
+@case
+def gather_and_gather_nd_with_batch_dims(tf):
+    p = tf.constant(np.random.RandomState(10).randn(2, 3, 4, 5).astype(np.float32))
+    out = {"b1": tf.gather(p, [[2, 0, 2], [1, 1, 0]], batch_dims=1),
+           "b1_axis2": tf.gather(p, [[3, 0], [1, 2]], axis=2, batch_dims=1),
+           "b2_axis3": tf.gather(p, [[[4], [0], [1]], [[2], [2], [3]]], axis=3, batch_dims=2),
+           "b_neg": tf.gather(p, [[1, 0], [2, 2]], batch_dims=-1),
+           "nd_b1": tf.gather_nd(p, [[[1, 2], [0, 3]], [[2, 0], [1, 1]]], batch_dims=1)}
+    return _add_grads(tf, out, ((k, [p]) for k in list(out)))

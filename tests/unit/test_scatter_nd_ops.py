@@ -58,3 +58,48 @@ def test_shape_and_runtime_errors():
 def test_gradients(build):
     rng = np.random.RandomState(1)
     check_gradient(build, [rng.randn(3, 4)])
+
+
+def _batched(fn, b, *arrays):
+    """numpy reference: fn applied per entry of the first b (batch) dimensions."""
+    if b == 0:
+        return fn(*arrays)
+    return np.stack([_batched(fn, b - 1, *[a[i] for a in arrays]) for i in range(arrays[0].shape[0])])
+
+
+Q = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("batch_dims,axis,indices", [
+    (1, None, np.array([[2, 0, 2], [1, 1, 0]])),
+    (1, 2, np.array([[3, 0], [1, 2]])),
+    (2, 3, np.array([[[4], [0], [1]], [[2], [2], [3]]])),
+    (-1, None, np.array([[1, 0], [2, 2]])),
+])
+def test_gather_with_batch_dims(batch_dims, axis, indices):
+    out = tf.gather(tf.constant(Q), indices, axis=axis, batch_dims=batch_dims)
+    b = batch_dims % indices.ndim
+    a = (batch_dims if axis is None else axis) % Q.ndim
+    want = _batched(lambda p, i: np.take(p, i, axis=a - b), b, Q, indices)
+    assert out.shape.as_list() == list(want.shape)
+    np.testing.assert_array_equal(run(out), want)
+
+
+def test_gather_nd_with_batch_dims_and_errors():
+    i = np.array([[[1, 2], [0, 3]], [[2, 0], [1, 1]]])
+    out = tf.gather_nd(tf.constant(Q), i, batch_dims=1)
+    assert out.shape.as_list() == [2, 2, 5]
+    np.testing.assert_array_equal(run(out), _batched(lambda p, j: p[tuple(j.T)], 1, Q, i))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="does not index"):
+        run(tf.gather(tf.constant(Q), [[0, 3], [1, 1]], batch_dims=1))
+    with pytest.raises(ValueError, match="batch_dims"):
+        tf.gather(tf.constant(Q), [[0]], axis=0, batch_dims=1)
+
+
+@pytest.mark.parametrize("build", [
+    lambda p: tf.gather(p, [[2, 0, 2], [1, 1, 0]], batch_dims=1) ** 2,
+    lambda p: tf.gather(p, [[3, 0], [1, 3]], axis=2, batch_dims=1) ** 2,
+    lambda p: tf.gather_nd(p, [[[1, 2]], [[0, 3]]], batch_dims=1) ** 2,
+])
+def test_batch_gather_gradients(build):
+    check_gradient(build, [np.random.RandomState(2).randn(2, 3, 4)])

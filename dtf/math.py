@@ -28,3 +28,4 @@ from dtf.ops.special_math_ops import (  # noqa: F401
     digamma, erfc, lgamma, multiply_no_nan, polygamma, xlogy,
 )
 from dtf.ops.math_ops import xdivy  # noqa: F401
+from dtf.ops.array_extra_ops import bincount  # noqa: F401

@@ -190,3 +190,18 @@ def gather_and_gather_nd_with_batch_dims(tf):
            "b_neg": tf.gather(p, [[1, 0], [2, 2]], batch_dims=-1),
            "nd_b1": tf.gather_nd(p, [[[1, 2], [0, 3]], [[2, 0], [1, 1]]], batch_dims=1)}
     return _add_grads(tf, out, ((k, [p]) for k in list(out)))
+
+
+@case
+def bincount_setdiff_unravel_searchsorted(tf):
+    arr = tf.constant(np.array([1, 3, 3, 0, 7], np.int32))
+    seq = tf.constant(np.array([[0.0, 3.0, 9.0, 9.0, 10.0], [1.0, 2.0, 3.0, 4.0, 5.0]], np.float32))
+    vals = tf.constant(np.array([[2.0, 4.0, 9.0], [0.0, 2.0, 6.0]], np.float32))
+    out, idx = tf.setdiff1d([1, 2, 3, 4, 5, 6], [1, 3, 5])
+    return {"count": tf.bincount(arr), "count_min": tf.bincount(arr, minlength=10),
+            "count_max": tf.bincount(arr, maxlength=4),
+            "count_w": tf.bincount(arr, weights=tf.constant([0.5, 1.0, 2.0, 3.0, 4.0])),
+            "count_empty": tf.bincount(tf.zeros([0], tf.int32)), "diff": out, "diff_idx": idx,
+            "unravel": tf.unravel_index([22, 41, 37], [7, 6]),
+            "left": tf.searchsorted(seq, vals), "right": tf.searchsorted(seq, vals, side="right"),
+            "bcast": tf.broadcast_dynamic_shape([2, 1, 3], [4, 1])}

@@ -18,6 +18,7 @@ HOST_RUN_ARRAY_OPS = (
     "MatrixTriangularSolve",
     "Lgamma", "Digamma", "Polygamma", "Erfc", "Xlogy", "MulNoNan",
     "Selu", "SeluGrad", "LRN", "LRNGrad",
+    "Bincount", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs", "EnsureShape",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -15,3 +15,4 @@ from . import matrix  # noqa: F401
 from . import linalg  # noqa: F401
 from . import special  # noqa: F401
 from . import nn_extra  # noqa: F401
+from . import array_extra  # noqa: F401

@@ -25,7 +25,8 @@ from dtf.ops.segment_ops import (  # noqa: F401
     unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,
 )
 from dtf.ops.special_math_ops import (  # noqa: F401
-    digamma, erfc, lgamma, multiply_no_nan, polygamma, xlogy,
+    digamma, erfc, is_non_decreasing, is_strictly_increasing, lbeta, lgamma, multiply_no_nan,
+    polygamma, rint, xlogy,
 )
 from dtf.ops.math_ops import xdivy  # noqa: F401
 from dtf.ops.array_extra_ops import bincount  # noqa: F401

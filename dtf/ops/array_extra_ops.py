@@ -1,4 +1,4 @@
-"""Smaller array utilities TF1 programs reach for: bincount, setdiff1d, unravel_index,
+"""Smaller array utilities TF1 programs reach for: bincount, histogram_fixed_width, setdiff1d, unravel_index,
 searchsorted, shape_n, identity_n, ensure_shape, broadcast_static_shape and
 broadcast_dynamic_shape."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from . import array_ops as A
 from .array_ops import _apply, _shape_error, _who
 from .common import convert
 
-__all__ = ["bincount", "setdiff1d", "unravel_index", "searchsorted", "shape_n", "identity_n",
+__all__ = ["bincount", "histogram_fixed_width", "setdiff1d", "unravel_index", "searchsorted", "shape_n", "identity_n",
            "ensure_shape", "broadcast_static_shape", "broadcast_dynamic_shape"]
 
 
@@ -42,6 +42,24 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int
         else:
             weights = convert(weights, "weights")
         return _ops.make_tensor("Bincount", [arr, size, weights], {"T": weights.dtype}, name="Bincount")
+
+
+@register_op("HistogramFixedWidth")
+def _histogram_infer(inputs, attrs):
+    from .array_ops import _scalar_value
+    return [(attrs["dtype"], TensorShape([_scalar_value(inputs[2])]))]
+
+
+def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, name=None):
+    """Counts of ``values`` in ``nbins`` equal bins over [value_range[0], value_range[1]);
+    values outside the range count in the first or last bin."""
+    with _ops.name_scope(name, "histogram_fixed_width", [values, value_range, nbins]) as scope:
+        from .common import convert_same
+        values, value_range = convert_same([values, value_range], "HistogramFixedWidth",
+                                           names=("values", "value_range"))
+        nbins = convert(nbins, "nbins", dtype=dtypes.int32)
+        return _ops.make_tensor("HistogramFixedWidth", [values, value_range, nbins],
+                                {"T": values.dtype, "dtype": dtypes.as_dtype(dtype)}, name=scope)
 
 
 SetDiff1D = collections.namedtuple("ListDiff", ["out", "idx"])
@@ -160,7 +178,7 @@ def broadcast_dynamic_shape(shape_x, shape_y):
         return _ops.make_tensor("BroadcastArgs", [s0, s1], {"T": s0.dtype}, name=scope)
 
 
-for _op in ("Bincount", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs"):
+for _op in ("Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs"):
     NotDifferentiable(_op)
 
 

@@ -1,5 +1,6 @@
-"""More of tf.nn: selu, crelu, local response normalization (lrn) and
-weighted_cross_entropy_with_logits, with TF's gradients."""
+"""More of tf.nn: selu, crelu, swish, local response normalization (lrn),
+weighted_cross_entropy_with_logits, log_poisson_loss, relu_layer and zero_fraction, with
+TF's gradients."""
 from __future__ import annotations
 
 from dtf.framework import dtypes
@@ -9,8 +10,8 @@ from . import array_ops as A
 from . import math_ops as M
 from .common import convert, same_as_input
 
-__all__ = ["selu", "crelu", "lrn", "local_response_normalization",
-           "weighted_cross_entropy_with_logits"]
+__all__ = ["selu", "crelu", "swish", "lrn", "local_response_normalization",
+           "weighted_cross_entropy_with_logits", "log_poisson_loss", "relu_layer", "zero_fraction"]
 
 for _op in ("Selu", "SeluGrad", "LRNGrad"):
     register_op(_op)(same_as_input)
@@ -77,6 +78,55 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
         log_weight = 1 + (pos_weight - 1) * labels
         return M.add((1 - labels) * logits,
                      log_weight * (M.log1p(M.exp(-M.abs(logits))) + relu(-logits)), name=scope)
+
+
+def swish(features, beta=1.0):
+    """features * sigmoid(beta * features)."""
+    with _ops.name_scope(None, "swish", [features]):
+        features = convert(features, "features")
+        return features * M.sigmoid(beta * features if beta != 1.0 else features)
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
+    """exp(log_input) - log_input * targets, plus Stirling's approximation of log(targets!)
+    (for targets > 1) when ``compute_full_loss``."""
+    import math
+
+    with _ops.name_scope(name, "log_poisson_loss", [log_input, targets]):
+        log_input = convert(log_input, "log_input")
+        targets = convert(targets, "targets")
+        if not targets.shape.is_compatible_with(log_input.shape):
+            raise ValueError(f"`log_input` and `targets` must have the same shape, received "
+                             f"({log_input.shape} vs {targets.shape}).")
+        result = M.exp(log_input) - log_input * targets
+        if compute_full_loss:
+            half, two_pi = (M.cast(v, targets.dtype) for v in (0.5, 2 * math.pi))
+            stirling = targets * M.log(targets) - targets + half * M.log(two_pi * targets)
+            zeros, ones = A.zeros_like(targets), A.ones_like(targets)
+            small = M.logical_and(M.greater_equal(targets, zeros), M.less_equal(targets, ones))
+            result += M.where(small, zeros, stirling)
+        return result
+
+
+def relu_layer(x, weights, biases, name=None):
+    """relu(matmul(x, weights) + biases)."""
+    from .nn_ops import relu, xw_plus_b
+
+    with _ops.name_scope(name, "relu_layer", [x, weights, biases]) as scope:
+        return relu(xw_plus_b(x, weights, biases), name=scope)
+
+
+def zero_fraction(value, name=None):
+    """The fraction of entries of ``value`` that are zero, as a float32 scalar."""
+    from .reduction_ops import count_nonzero
+
+    with _ops.name_scope(name, "zero_fraction", [value]):
+        value = convert(value, "value")
+        size = A.size(value, out_type=dtypes.int64)
+        num_nonzero = count_nonzero(value, dtype=dtypes.int64)
+        with _ops.name_scope("counts_to_fraction"):
+            fraction = M.cast(size - num_nonzero, dtypes.float32) / M.cast(size, dtypes.float32)
+        return A.identity(fraction, "fraction")
 
 
 # -- gradients (TF's rules) ----------------------------------------------------------------

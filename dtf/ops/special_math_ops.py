@@ -1,5 +1,5 @@
-"""Special functions (lgamma, digamma, polygamma, erfc) and the zero-safe products xlogy
-and multiply_no_nan, with TF's gradients."""
+"""Special functions (lgamma, digamma, polygamma, erfc, lbeta), rint, the zero-safe
+products xlogy and multiply_no_nan, and the monotonicity checks, with TF's gradients."""
 from __future__ import annotations
 
 import math
@@ -12,11 +12,12 @@ from .common import broadcast_infer, convert, convert_same, same_as_input
 from .math_grad import _binary_grads
 
 # xlogy and multiply_no_nan are tf.math names only, as in TF1.
-__all__ = ["lgamma", "digamma", "polygamma", "erfc"]
+__all__ = ["lgamma", "digamma", "polygamma", "erfc", "lbeta", "rint", "is_non_decreasing",
+           "is_strictly_increasing"]
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 
-for _op in ("Lgamma", "Digamma", "Erfc"):
+for _op in ("Lgamma", "Digamma", "Erfc", "Rint"):
     register_op(_op)(same_as_input)
 for _op in ("Polygamma", "Xlogy", "MulNoNan"):
     register_op(_op)(broadcast_infer)
@@ -56,12 +57,48 @@ xlogy = _binary("Xlogy", "x * log(y), and 0 where x == 0 (whatever y is).")
 multiply_no_nan = _binary("MulNoNan", "x * y, and 0 where y == 0 (even if x is inf or nan).")
 
 
+rint = _unary("Rint", "x rounded to the nearest integer, halves to even.")
+
+
+def lbeta(x, name=None):
+    """log(|Beta(x)|) over the last dimension: sum(lgamma(x)) - lgamma(sum(x))."""
+    from .reduction_ops import reduce_sum
+
+    with _ops.name_scope(name, "lbeta", [x]):
+        x = convert(x, "x")
+        return reduce_sum(lgamma(x), axis=[-1]) - lgamma(reduce_sum(x, axis=[-1]))
+
+
+def _monotonic(x, compare, name, default_name):
+    from . import array_ops as A
+    from .reduction_ops import reduce_all
+
+    with _ops.name_scope(name, default_name, [x]):
+        x = A.reshape(convert(x, "x"), [-1])
+        if not x.dtype.is_numeric:
+            raise TypeError(f"Expected x to be numeric, got {x.dtype.name}")
+        return reduce_all(compare(x[1:], x[:-1]))
+
+
+def is_non_decreasing(x, name=None):
+    """True when each entry of ``x`` (flattened) is >= the one before (also for < 2 entries)."""
+    return _monotonic(x, M.greater_equal, name, "is_non_decreasing")
+
+
+def is_strictly_increasing(x, name=None):
+    """True when each entry of ``x`` (flattened) is > the one before (also for < 2 entries)."""
+    return _monotonic(x, M.greater, name, "is_strictly_increasing")
+
+
 def polygamma(a, x, name=None):
     """The a-th derivative of digamma at x (a a non-negative integer, as a float tensor)."""
     return _polygamma(a, x, name)
 
 
 # -- gradients (TF's rules) ----------------------------------------------------------------
+RegisterGradient("Rint")(lambda op, grad: [None])
+
+
 @RegisterGradient("Lgamma")
 def _lgamma_grad(op, grad):
     return [grad * digamma(op.inputs[0])]

@@ -58,3 +58,18 @@ def top_k_and_in_top_k(tf):
     d_values, = _weighted_grads(tf, values, [x])
     return {"values": values, "indices": indices, "d_values": d_values,
             "in_top_1": tf.nn.in_top_k(x, targets, 1), "in_top_3": tf.nn.in_top_k(x, targets, 3)}
+
+
+@case
+def swish_poisson_relu_layer_zero_fraction(tf):
+    rng = np.random.RandomState(4)
+    x = tf.constant(rng.randn(3, 4).astype(np.float32))
+    targets = tf.constant(np.array([[0.5, 2.0, 7.0, 0.0]] * 3, np.float32))
+    w = tf.constant(rng.randn(4, 2).astype(np.float32))
+    b = tf.constant([0.1, -0.2])
+    out = {"swish": tf.nn.swish(x), "poisson": tf.nn.log_poisson_loss(targets, x),
+           "poisson_full": tf.nn.log_poisson_loss(targets, x, compute_full_loss=True),
+           "relu_layer": tf.nn.relu_layer(x, w, b), "zero_fraction": tf.nn.zero_fraction(tf.nn.relu(x))}
+    for key in ("swish", "poisson_full", "relu_layer"):
+        out[f"d_{key}"], = _weighted_grads(tf, out[key], [x])
+    return out

@@ -30,3 +30,16 @@ def xlogy_and_multiply_no_nan(tf):
     out["d_xlogy_x"], out["d_xlogy_y"] = tf.gradients(tf.reduce_sum(out["xlogy"]), [x, y])
     out["d_mnn_x"], out["d_mnn_z"] = tf.gradients(tf.reduce_sum(out["mul_no_nan"] * 3.0), [x, z])
     return out
+
+
+@case
+def rint_lbeta_monotonic_histogram(tf):
+    x = tf.constant(np.array([[1.0, 2.0, 3.5], [0.5, 0.5, 4.0]], np.float32))
+    lb = tf.lbeta(x)
+    d_lb, = tf.gradients(tf.reduce_sum(lb * [1.0, -2.0]), [x])
+    values = tf.constant(np.array([-1.0, 0.0, 1.5, 2.0, 4.99, 5.0, 15.0], np.float32))
+    return {"rint": tf.math.rint([0.5, 1.5, -2.5, 2.7]), "lbeta": lb, "d_lbeta": d_lb,
+            "nondec": tf.is_non_decreasing([1, 1, 2]), "strict": tf.is_strictly_increasing([1, 1, 2]),
+            "strict2": tf.math.is_strictly_increasing([[1], [4]]),
+            "hist": tf.histogram_fixed_width(values, [0.0, 5.0], nbins=5),
+            "hist64": tf.histogram_fixed_width(values, [-2.0, 20.0], nbins=3, dtype=tf.int64)}

@@ -61,3 +61,11 @@ def test_shapes_identities_and_ensure_shape():
         tf.broadcast_static_shape(tf.TensorShape([2]), tf.TensorShape([3]))
     with pytest.raises(tf.errors.InvalidArgumentError, match="Incompatible"):
         run(tf.broadcast_dynamic_shape([2], [3]))
+
+
+def test_histogram_fixed_width():
+    values = np.array([-1.0, 0.0, 1.5, 2.0, 5.0, 15.0], np.float32)
+    h = tf.histogram_fixed_width(values, [0.0, 5.0], nbins=5)
+    assert h.shape.as_list() == [5] and h.dtype == tf.int32
+    np.testing.assert_array_equal(run(h), [2, 1, 1, 0, 2])
+    check_against_reference(h)

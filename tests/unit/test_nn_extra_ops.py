@@ -80,3 +80,18 @@ def test_lrn_grad_reference_against_float64_differences():
         d[idx] = 1e-6
         num[idx] = np.sum(w * (_lrn_numpy(x + d, 2, 1.5, 0.4, 0.75) - _lrn_numpy(x - d, 2, 1.5, 0.4, 0.75))) / 2e-6
     np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
+
+
+def test_swish_log_poisson_relu_layer_zero_fraction():
+    x = np.array([-2.0, 0.0, 1.5])
+    np.testing.assert_allclose(run(tf.nn.swish(x)), x / (1 + np.exp(-x)))
+    t, li = np.array([0.5, 2.0, 7.0]), np.array([0.1, -0.3, 2.0])
+    stirling = t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t)
+    np.testing.assert_allclose(run(tf.nn.log_poisson_loss(t, li)), np.exp(li) - li * t)
+    np.testing.assert_allclose(run(tf.nn.log_poisson_loss(t, li, compute_full_loss=True)),
+                               np.exp(li) - li * t + np.where(t <= 1, 0, stirling))
+    w, b = np.ones((3, 2)), np.array([-10.0, 1.0])
+    np.testing.assert_allclose(run(tf.nn.relu_layer(x[None], w, b)), [[0.0, 0.5]])
+    z = tf.nn.zero_fraction(tf.constant([[0.0, 1.0], [0.0, 0.0]]))
+    assert z.dtype == tf.float32 and run(z) == 0.75
+    check_gradient(lambda v: tf.nn.swish(v) + tf.nn.log_poisson_loss(v * v, v, compute_full_loss=True), [x + 3.3])

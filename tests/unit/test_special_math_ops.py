@@ -43,3 +43,13 @@ def test_zero_safe_products():
 ])
 def test_gradients(build):
     check_gradient(build, [np.array([0.7, 1.5, 3.0]), np.array([0.5, -1.2, 2.0])], rtol=1e-4)
+
+
+def test_rint_lbeta_and_monotonicity():
+    np.testing.assert_array_equal(run(tf.math.rint([0.5, 1.5, -2.5, 2.7])), [0.0, 2.0, -2.0, 3.0])
+    x = np.array([[1.0, 2.0, 3.5], [0.5, 0.5, 4.0]])
+    want = [sum(math.lgamma(v) for v in row) - math.lgamma(sum(row)) for row in x]
+    np.testing.assert_allclose(run(tf.lbeta(x)), want, rtol=1e-12)
+    check_gradient(lambda t: tf.lbeta(t), [x], rtol=1e-4)
+    assert run(tf.is_non_decreasing([1, 1, 2])) and not run(tf.math.is_strictly_increasing([1, 1, 2]))
+    assert run(tf.is_strictly_increasing([[1], [4]])) and run(tf.is_non_decreasing([]))

@@ -16,9 +16,9 @@ HOST_RUN_ARRAY_OPS = (
     "LinSpace", "ReverseSequence", "Roll", "Cross",
     "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "Cholesky", "MatrixSolve",
     "MatrixTriangularSolve",
-    "Lgamma", "Digamma", "Polygamma", "Erfc", "Xlogy", "MulNoNan",
+    "Lgamma", "Digamma", "Polygamma", "Erfc", "Rint", "Xlogy", "MulNoNan",
     "Selu", "SeluGrad", "LRN", "LRNGrad",
-    "Bincount", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs", "EnsureShape",
+    "Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs", "EnsureShape",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -1,4 +1,4 @@
-"""Reference semantics of Bincount, ListDiff (setdiff1d), UnravelIndex, LowerBound and
+"""Reference semantics of Bincount, HistogramFixedWidth, ListDiff (setdiff1d), UnravelIndex, LowerBound and
 UpperBound (searchsorted), BroadcastArgs and EnsureShape."""
 from __future__ import annotations
 
@@ -79,3 +79,15 @@ def _ensure_shape(attrs, x):
         raise _invalid(f"Shape of tensor {attrs.get('_input_name', 'x')} {list(x.shape)} is not "
                        f"compatible with expected shape {shown}.")
     return x
+
+
+@reference("HistogramFixedWidth")
+def _histogram_fixed_width(attrs, values, value_range, nbins):
+    n = int(nbins)
+    lo, hi = (float(v) for v in np.asarray(value_range).reshape(-1)[:2])
+    if n <= 0 or not lo < hi:
+        raise _invalid(f"nbins should be a positive number and value_range[0] < value_range[1], got "
+                       f"{n} and [{lo}, {hi}]")
+    scaled = (np.asarray(values, np.float64).reshape(-1) - lo) / (hi - lo) * n
+    bins = np.clip(np.floor(scaled), 0, n - 1).astype(np.int64)  # outside the range: the end bins
+    return np.bincount(bins, minlength=n).astype(attrs["dtype"].as_numpy_dtype)

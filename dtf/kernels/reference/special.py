@@ -1,4 +1,4 @@
-"""Reference semantics of the special functions (Lgamma, Digamma, Polygamma, Erfc) and of
+"""Reference semantics of the special functions (Lgamma, Digamma, Polygamma, Erfc), Rint,
 Xlogy and MulNoNan. numpy has no gamma-family functions, so digamma and polygamma use
 the recurrence up to x >= 10 followed by the asymptotic series (about 1e-14 relative error
 in float64), with the reflection formula for negative x."""
@@ -67,6 +67,7 @@ def _polygamma(n, v):
 reference("Lgamma")(lambda attrs, x: _per_element(_lgamma, x))
 reference("Digamma")(lambda attrs, x: _per_element(_digamma, x))
 reference("Erfc")(lambda attrs, x: _per_element(math.erfc, x))
+reference("Rint")(lambda attrs, x: np.rint(x))
 
 
 @reference("Polygamma")

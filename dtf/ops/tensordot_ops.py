@@ -93,7 +93,7 @@ def tensordot(a, b, axes, name=None):
 # -- einsum --------------------------------------------------------------------------------
 def _parse(equation, operands):
     """Input subscripts per operand and the output subscripts, with '...' replaced by
-    upper-case letters (the operands' ranks must be known)."""
+    digits (subscripts are letters; the operands' ranks must be known)."""
     eq = equation.replace(" ", "")
     if "->" in eq:
         lhs, out = eq.split("->")
@@ -104,20 +104,18 @@ def _parse(equation, operands):
         raise ValueError(f"einsum equation '{equation}' has {len(inputs)} inputs but {len(operands)} "
                          "operands were given")
     for s in inputs + ([out] if out is not None else []):
-        bad = set(s.replace("...", "")) - set(string.ascii_lowercase)
+        bad = set(s.replace("...", "")) - set(string.ascii_letters)
         if bad:
             raise ValueError(f"einsum equation '{equation}': unsupported subscript characters "
-                             f"{sorted(bad)} (use lower-case letters and '...')")
+                             f"{sorted(bad)} (use letters and '...')")
     ellipsis_rank = 0
-    spare = [c for c in string.ascii_uppercase]
-    ell = ""
     for s, t in zip(inputs, operands):
         if "..." in s:
             nd = t.shape.ndims
             if nd is None:
                 raise ValueError(f"einsum with '...' needs operands of known rank: {t.name}")
             ellipsis_rank = max(ellipsis_rank, nd - len(s.replace("...", "")))
-    ell = "".join(spare[:ellipsis_rank])
+    ell = string.digits[:ellipsis_rank]
     expanded = []
     for s, t in zip(inputs, operands):
         if "..." in s:
@@ -129,7 +127,7 @@ def _parse(equation, operands):
         expanded.append(s)
     if out is None:
         letters = "".join(expanded)
-        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c.islower()))
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c.isalpha()))
     else:
         out = out.replace("...", ell)
     for s, t in zip(expanded, operands):

@@ -14,7 +14,7 @@ A, B, C, S = R.randn(2, 3, 4), R.randn(4, 5), R.randn(2, 4, 5), R.randn(3, 3)
     ("ij->j", [B]), ("i,j->ij", [B[0], B[1]]), ("i,i->", [B[0], B[1]]), ("bij,jk->bik", [A, B]),
     ("...ij,...jk->...ik", [A, C]), ("ij,jk,kl->il", [A[0], B, B.T]), ("bij,bkj->bik", [A, A]),
     ("ijk", [A]), ("ij,jk", [A[0], B]), ("ii->i", [S]), ("ii", [S]), ("bii->b", [A[:, :, :3]]),
-    ("ij,ij->ij", [B, B]), ("abc,cd->abd", [A, B]),
+    ("ij,ij->ij", [B, B]), ("abc,cd->abd", [A, B]), ("BTH,HD->BTD", [A, B]), ("aB,Bc", [A[0], B]),
 ])
 def test_einsum_matches_numpy(equation, operands):
     out = tf.einsum(equation, *[tf.constant(o) for o in operands])
@@ -31,7 +31,7 @@ def test_einsum_errors():
     with pytest.raises(NotImplementedError, match="broadcasting"):
         tf.einsum("...ij,...jk->...ik", A, B)
     with pytest.raises(ValueError, match="unsupported subscript"):
-        tf.einsum("iJ->i", B)
+        tf.einsum("i1->i", B)
 
 
 @pytest.mark.parametrize("axes,want", [

@@ -55,3 +55,26 @@ def norms_and_cross(tf):
         out[f"d_{key}"], = tf.gradients(_weighted(tf, out[key], 4), [x])
     out["d_cross_u"], out["d_cross_v"] = tf.gradients(_weighted(tf, out["cross"], 5), [u, v])
     return out
+
+
+@case(rtol=1e-4, atol=1e-4)
+def decompositions(tf):
+    """Factors are compared through sign-invariant functions: the sign of each eigen- or
+    singular vector (and of each column of Q with its row of R) is the library's choice."""
+    rng = np.random.RandomState(3)
+    a = tf.constant(rng.randn(4, 3).astype(np.float64))
+    sq = tf.constant(rng.randn(3, 3).astype(np.float64))
+    sym = sq + tf.transpose(sq)
+    e, v = tf.self_adjoint_eig(sym)
+    s, u, w = tf.svd(a)
+    q, r = tf.qr(a)
+    q_full, r_full = tf.qr(tf.transpose(a), full_matrices=True)
+    out = {"e": e, "v2": v * v, "eigvals": tf.self_adjoint_eigvals(sym), "s": s, "u2": u * u,
+           "w2": w * w, "s_only": tf.svd(a, compute_uv=False), "q2": q * q, "r_abs": tf.abs(r),
+           "q_full2": q_full * q_full, "r_full_abs": tf.abs(r_full)}
+    out["d_e"], = tf.gradients(_weighted(tf, e, 6), [sq])
+    out["d_v2"], = tf.gradients(_weighted(tf, out["v2"], 7), [sq])
+    out["d_s"], = tf.gradients(_weighted(tf, s, 8), [a])
+    out["d_uw"], = tf.gradients(_weighted(tf, out["u2"], 9) + _weighted(tf, out["w2"], 10), [a])
+    out["d_qr"], = tf.gradients(_weighted(tf, out["q2"], 11) + _weighted(tf, r * r, 12), [a])
+    return out

@@ -15,7 +15,7 @@ HOST_RUN_ARRAY_OPS = (
     "Diag", "DiagPart", "MatrixDiag", "MatrixDiagPart", "MatrixSetDiag", "MatrixBandPart",
     "LinSpace", "ReverseSequence", "Roll", "Cross",
     "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "Cholesky", "MatrixSolve",
-    "MatrixTriangularSolve",
+    "MatrixTriangularSolve", "Qr", "SelfAdjointEigV2", "Svd",
     "Lgamma", "Digamma", "Polygamma", "Erfc", "Rint", "Xlogy", "MulNoNan",
     "Selu", "SeluGrad", "LRN", "LRNGrad",
     "Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs", "EnsureShape",

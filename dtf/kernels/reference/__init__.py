@@ -16,3 +16,4 @@ from . import linalg  # noqa: F401
 from . import special  # noqa: F401
 from . import nn_extra  # noqa: F401
 from . import array_extra  # noqa: F401
+from . import linalg_decomp  # noqa: F401

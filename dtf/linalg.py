@@ -12,6 +12,7 @@ from dtf.ops.linalg_solve_ops import matrix_solve as solve  # noqa: F401
 from dtf.ops.linalg_solve_ops import matrix_transpose as transpose  # noqa: F401
 from dtf.ops.linalg_solve_ops import matrix_transpose as adjoint  # noqa: F401  (real dtypes)
 from dtf.ops.linalg_solve_ops import matrix_triangular_solve as triangular_solve  # noqa: F401
+from dtf.ops.linalg_composite_ops import cholesky_solve, lstsq, matrix_rank, matvec, pinv  # noqa: F401
 from dtf.ops.linalg_decomp_ops import qr, svd  # noqa: F401
 from dtf.ops.linalg_decomp_ops import self_adjoint_eig as eigh  # noqa: F401
 from dtf.ops.linalg_decomp_ops import self_adjoint_eigvals as eigvalsh  # noqa: F401

@@ -78,3 +78,20 @@ def decompositions(tf):
     out["d_uw"], = tf.gradients(_weighted(tf, out["u2"], 9) + _weighted(tf, out["w2"], 10), [a])
     out["d_qr"], = tf.gradients(_weighted(tf, out["q2"], 11) + _weighted(tf, r * r, 12), [a])
     return out
+
+
+@case(rtol=1e-4, atol=1e-4)
+def least_squares_pinv_rank(tf):
+    rng = np.random.RandomState(4)
+    a = tf.constant(rng.randn(5, 3).astype(np.float64))
+    b = tf.constant(rng.randn(5, 2).astype(np.float64))
+    low_rank = tf.matmul(a, tf.constant(rng.randn(3, 4)))
+    spd = tf.matmul(a, a, transpose_a=True) + tf.eye(3, dtype=tf.float64)
+    out = {"ls": tf.matrix_solve_ls(a, b), "ridge": tf.matrix_solve_ls(a, b, l2_regularizer=0.5),
+           "under": tf.linalg.lstsq(tf.transpose(a), b[:3]),
+           "chol_solve": tf.cholesky_solve(tf.cholesky(spd), b[:3]),
+           "matvec": tf.linalg.matvec(a, b[:3, 0]), "pinv": tf.linalg.pinv(low_rank),
+           "rank": tf.linalg.matrix_rank(low_rank)}
+    out["d_ls_a"], out["d_ls_b"] = tf.gradients(_weighted(tf, out["ridge"], 13), [a, b])
+    out["d_pinv"], = tf.gradients(_weighted(tf, tf.linalg.pinv(a), 14), [a])
+    return out

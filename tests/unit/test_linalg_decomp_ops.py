@@ -53,3 +53,22 @@ W3 = R.randn(3, 3)
 ])
 def test_gradients(build, shape):
     check_gradient(build, [np.random.RandomState(7).randn(*shape)], rtol=1e-3, atol=1e-4)
+
+
+def test_composites():
+    a = R.randn(5, 3)
+    b = R.randn(5, 2)
+    spd = a.T @ a + np.eye(3)
+    np.testing.assert_allclose(run(tf.linalg.cholesky_solve(np.linalg.cholesky(spd), b[:3])),
+                               np.linalg.solve(spd, b[:3]))
+    np.testing.assert_allclose(run(tf.linalg.matvec(a, b[:3, 0])), a @ b[:3, 0])
+    np.testing.assert_allclose(run(tf.matrix_solve_ls(a, b)), np.linalg.lstsq(a, b, rcond=None)[0])
+    np.testing.assert_allclose(run(tf.linalg.lstsq(a.T, b[:3])), np.linalg.pinv(a.T) @ b[:3], atol=1e-10)
+    ridge = np.linalg.solve(a.T @ a + 0.5 * np.eye(3), a.T @ b)
+    np.testing.assert_allclose(run(tf.matrix_solve_ls(a, b, l2_regularizer=0.5)), ridge)
+    low_rank = a @ R.randn(3, 4)
+    np.testing.assert_allclose(run(tf.linalg.pinv(low_rank)), np.linalg.pinv(low_rank), atol=1e-10)
+    assert run(tf.linalg.matrix_rank(low_rank)) == 3
+    with pytest.raises(NotImplementedError, match="fast=False"):
+        tf.matrix_solve_ls(a, b, fast=False)
+    check_gradient(lambda m, r: tf.matrix_solve_ls(m, r) ** 2, [a, b])

@@ -75,6 +75,9 @@ _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math
 _LAZY_MODULES["linalg"] = "dtf.linalg"
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
+_LAZY_MODULES["losses"] = "dtf.losses"
+_LAZY_MODULES["metrics"] = "dtf.metrics"
+_LAZY_MODULES["contrib"] = "dtf.contrib"
 
 
 def disable_eager_execution():
@@ -99,3 +102,4 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 )
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
+from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402

@@ -30,3 +30,4 @@ from dtf.ops.special_math_ops import (  # noqa: F401
 )
 from dtf.ops.math_ops import xdivy  # noqa: F401
 from dtf.ops.array_extra_ops import bincount  # noqa: F401
+from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 
-from dtf.framework import ops as _ops
 from dtf.framework.op_registry import RegisterGradient, register_op
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import array_ops as A

@@ -10,10 +10,12 @@ from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, RegisterGradient, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, broadcast_shapes, unknown_shape
 from . import array_ops as A
-from .array_ops import _apply, _shape_error, _who
+from .array_ops import _apply
 from .common import convert
+from .shape_checks import rank_error
 
-__all__ = ["bincount", "histogram_fixed_width", "setdiff1d", "unravel_index", "searchsorted", "shape_n", "identity_n",
+__all__ = ["bincount", "histogram_fixed_width", "setdiff1d", "unravel_index", "searchsorted",
+           "shape_n", "identity_n",
            "ensure_shape", "broadcast_static_shape", "broadcast_dynamic_shape"]
 
 
@@ -69,7 +71,7 @@ SetDiff1D = collections.namedtuple("ListDiff", ["out", "idx"])
 def _list_diff_infer(inputs, attrs):
     for t in inputs:
         if t.shape.ndims not in (None, 1):
-            raise _shape_error(_who("ListDiff", attrs), inputs, f"Shape must be rank 1 but is rank {t.shape.ndims}")
+            raise rank_error("ListDiff", attrs, inputs, 1, t.shape.ndims)
     return [(inputs[0].dtype, TensorShape([None])), (attrs["out_idx"], TensorShape([None]))]
 
 
@@ -121,8 +123,8 @@ def searchsorted(sorted_sequence, values, side="left", out_type=dtypes.int32, na
         op_type = "LowerBound" if side == "left" else "UpperBound"
         seq2 = A.reshape(seq, A.concat([[-1], A.shape(seq)[-1:]], 0))
         vals2 = A.reshape(vals, A.concat([[-1], A.shape(vals)[-1:]], 0))
-        out = _ops.make_tensor(op_type, [seq2, vals2], {"T": seq.dtype, "out_type": dtypes.as_dtype(out_type)},
-                               name=op_type)
+        out = _ops.make_tensor(op_type, [seq2, vals2],
+                               {"T": seq.dtype, "out_type": dtypes.as_dtype(out_type)}, name=op_type)
         result = A.reshape(out, A.shape(vals))
         result.set_shape(vals.shape)
         return result
@@ -155,8 +157,8 @@ def ensure_shape(x, shape, name=None):
     dims = as_shape(shape).as_tuple_or_none()
     with _ops.name_scope(name, "EnsureShape", [x]) as scope:
         x = convert(x, "x")
-        return _ops.make_tensor("EnsureShape", [x], {"T": x.dtype, "shape": None if dims is None else list(dims),
-                                                     "_input_name": x.name}, name=scope)
+        attrs = {"T": x.dtype, "shape": None if dims is None else list(dims), "_input_name": x.name}
+        return _ops.make_tensor("EnsureShape", [x], attrs, name=scope)
 
 
 def broadcast_static_shape(shape_x, shape_y):
@@ -178,7 +180,8 @@ def broadcast_dynamic_shape(shape_x, shape_y):
         return _ops.make_tensor("BroadcastArgs", [s0, s1], {"T": s0.dtype}, name=scope)
 
 
-for _op in ("Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs"):
+for _op in ("Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound",
+            "BroadcastArgs"):
     NotDifferentiable(_op)
 
 

@@ -8,10 +8,11 @@ from dtf.framework.op_registry import RegisterGradient, register_op
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import array_ops as A
 from . import math_ops as M
-from .array_ops import _apply, _shape_error, _who
+from .array_ops import _apply
 from .linalg_ops import matmul
 from .linalg_solve_ops import _float_input, _square_dims, matrix_transpose, matrix_triangular_solve
 from .matrix_ops import matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag
+from .shape_checks import rank_error
 
 __all__ = ["qr", "self_adjoint_eig", "self_adjoint_eigvals", "svd"]
 
@@ -19,7 +20,7 @@ __all__ = ["qr", "self_adjoint_eig", "self_adjoint_eigvals", "svd"]
 def _matrix_dims(t, op_type, attrs, inputs):
     dims = t.shape.as_tuple_or_none()
     if dims is not None and len(dims) < 2:
-        raise _shape_error(_who(op_type, attrs), inputs, f"Shape must be at least rank 2 but is rank {len(dims)}")
+        raise rank_error(op_type, attrs, inputs, 2, len(dims), at_least=True)
     return dims
 
 

@@ -16,6 +16,7 @@ from . import array_ops as A
 from .array_ops import _apply, _shape_error, _who
 from .common import convert
 from .linalg_ops import matmul
+from .shape_checks import rank_error
 
 __all__ = ["matrix_inverse", "matrix_determinant", "cholesky", "matrix_solve",
            "matrix_triangular_solve", "matrix_transpose", "log_matrix_determinant", "norm", "cross"]
@@ -29,7 +30,7 @@ def _square_dims(t, op_type, attrs, inputs, what="input"):
     if dims is None:
         return None
     if len(dims) < 2:
-        raise _shape_error(_who(op_type, attrs), inputs, f"Shape must be at least rank 2 but is rank {len(dims)}")
+        raise rank_error(op_type, attrs, inputs, 2, len(dims), at_least=True)
     m, n = dims[-2:]
     if m is not None and n is not None and m != n:
         raise _shape_error(_who(op_type, attrs), inputs, f"Dimensions must be equal, but are {m} and {n}")
@@ -56,7 +57,7 @@ def _solve_infer(op_type):
         a, b = inputs
         dims, bdims = _square_dims(a, op_type, attrs, inputs, "matrix"), b.shape.as_tuple_or_none()
         if bdims is not None and len(bdims) < 2:
-            raise _shape_error(_who(op_type, attrs), inputs, f"Shape must be at least rank 2 but is rank {len(bdims)}")
+            raise rank_error(op_type, attrs, inputs, 2, len(bdims), at_least=True)
         if dims is not None and bdims is not None and None not in (dims[-1], bdims[-2]) \
                 and dims[-1] != bdims[-2]:
             raise _shape_error(_who(op_type, attrs), inputs, f"Dimensions must be equal, but are "

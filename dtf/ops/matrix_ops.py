@@ -12,6 +12,7 @@ from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import array_ops as A
 from .array_ops import _apply, _scalar_value, _shape_error, _who
 from .common import convert, same_as_input
+from .shape_checks import rank_error
 
 __all__ = ["diag", "diag_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
            "matrix_band_part", "eye", "trace", "linspace", "lin_space", "meshgrid",
@@ -22,7 +23,7 @@ def _at_least(t, rank, op_type, attrs, inputs):
     """Static dims of ``t`` after checking it has at least ``rank`` dims; None if unknown."""
     dims = t.shape.as_tuple_or_none()
     if dims is not None and len(dims) < rank:
-        raise _shape_error(_who(op_type, attrs), inputs, f"Shape must be at least rank {rank} but is rank {len(dims)}")
+        raise rank_error(op_type, attrs, inputs, rank, len(dims), at_least=True)
     return dims
 
 
@@ -174,7 +175,8 @@ def _lin_space_infer(inputs, attrs):
     start, stop, num = inputs
     for t, arg in ((start, "start"), (stop, "stop"), (num, "num")):
         if t.shape.ndims not in (None, 0):
-            raise _shape_error(_who("LinSpace", attrs), inputs, f"{arg} must be a scalar, got rank {t.shape.ndims}")
+            raise _shape_error(_who("LinSpace", attrs), inputs,
+                               f"{arg} must be a scalar, got rank {t.shape.ndims}")
     return [(start.dtype, TensorShape([_scalar_value(num)]))]
 
 
@@ -245,7 +247,8 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=No
     if seq_axis is None:
         raise TypeError("reverse_sequence() missing required argument: 'seq_axis'")
     batch_axis = 0 if batch_axis is None else int(batch_axis)
-    return _apply("ReverseSequence", name, [(input, "input", None), (seq_lengths, "seq_lengths", dtypes.int64)],
+    return _apply("ReverseSequence", name,
+                  [(input, "input", None), (seq_lengths, "seq_lengths", dtypes.int64)],
                   lambda x, s: {"T": x.dtype, "Tlen": s.dtype, "seq_dim": int(seq_axis),
                                 "batch_dim": batch_axis}).outputs[0]
 

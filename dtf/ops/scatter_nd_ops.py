@@ -123,12 +123,12 @@ def _tensor_scatter_infer(op_type):
     return infer
 
 
-def _tensor_scatter(op_type, doc):
+def _tensor_scatter(op_type):
     def fn(tensor, indices, updates, name=None):
         return _apply(op_type, name, [(tensor, "tensor", None), (indices, "indices", dtypes.int32),
                                       (updates, "updates", None)],
                       lambda t, i, u: {"T": t.dtype, "Tindices": i.dtype}).outputs[0]
-    fn.__doc__ = doc
+    fn.__doc__ = _TENSOR_SCATTERS[op_type]
     return fn
 
 
@@ -139,9 +139,9 @@ _TENSOR_SCATTERS = {
 }
 for _op in _TENSOR_SCATTERS:
     register_op(_op)(_tensor_scatter_infer(_op))
-tensor_scatter_update = tensor_scatter_nd_update = _tensor_scatter("TensorScatterUpdate", _TENSOR_SCATTERS["TensorScatterUpdate"])
-tensor_scatter_add = tensor_scatter_nd_add = _tensor_scatter("TensorScatterAdd", _TENSOR_SCATTERS["TensorScatterAdd"])
-tensor_scatter_sub = tensor_scatter_nd_sub = _tensor_scatter("TensorScatterSub", _TENSOR_SCATTERS["TensorScatterSub"])
+tensor_scatter_update = tensor_scatter_nd_update = _tensor_scatter("TensorScatterUpdate")
+tensor_scatter_add = tensor_scatter_nd_add = _tensor_scatter("TensorScatterAdd")
+tensor_scatter_sub = tensor_scatter_nd_sub = _tensor_scatter("TensorScatterSub")
 
 
 def batch_gather(params, indices, axis, batch_dims, name=None):

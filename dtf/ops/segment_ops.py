@@ -9,9 +9,10 @@ from dtf.framework.op_registry import RegisterGradient, register_op
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import array_ops as A
 from . import math_ops as M
-from .array_ops import _apply, _shape_error, _who
+from .array_ops import _apply
 from .common import const_value, convert
 from .slicing_ops import _unsorted_segment_sum_infer
+from .shape_checks import rank_error
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod",
            "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
@@ -28,7 +29,7 @@ def _sorted_infer(op_type):
     def infer(inputs, attrs):
         data, ids = inputs
         if ids.shape.ndims not in (None, 1):
-            raise _shape_error(_who(op_type, attrs), inputs, f"Shape must be rank 1 but is rank {ids.shape.ndims}")
+            raise rank_error(op_type, attrs, inputs, 1, ids.shape.ndims)
         dims = data.shape.as_tuple_or_none()
         return [(data.dtype, unknown_shape() if dims is None else TensorShape((None,) + dims[1:]))]
     return infer

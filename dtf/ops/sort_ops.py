@@ -11,8 +11,9 @@ from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape
 from . import array_ops as A
-from .array_ops import _apply, _shape_error, _who
+from .array_ops import _apply
 from .common import const_value, convert
+from .shape_checks import rank_error
 
 __all__ = ["unique", "unique_with_counts", "sort", "argsort"]
 
@@ -24,7 +25,7 @@ def _unique_infer(op_type, n_out):
     def infer(inputs, attrs):
         x = inputs[0]
         if x.shape.ndims not in (None, 1):
-            raise _shape_error(_who(op_type, attrs), inputs, f"Shape must be rank 1 but is rank {x.shape.ndims}")
+            raise rank_error(op_type, attrs, inputs, 1, x.shape.ndims)
         out = [(x.dtype, TensorShape([None])), (attrs["out_idx"], x.shape)]
         return out + [(attrs["out_idx"], TensorShape([None]))] * (n_out - 2)
     return infer

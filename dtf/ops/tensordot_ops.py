@@ -71,7 +71,8 @@ def tensordot(a, b, axes, name=None):
     """Sums the products of ``a`` and ``b`` over ``axes`` (an int N: the last N of a with
     the first N of b; or a pair of axis lists)."""
     with _ops.name_scope(name, "Tensordot", [a, b, axes]) as scope:
-        a, b = convert(a, "a"), convert(b, "b", dtype=convert(a).dtype if not isinstance(b, _ops.Tensor) else None)
+        a = convert(a, "a")
+        b = convert(b, "b", dtype=None if isinstance(b, _ops.Tensor) else a.dtype)
         a_dims, b_dims = _dims(a), _dims(b)
         a_axes, b_axes = _tensordot_axes(len(a_dims), len(b_dims), axes)
         for i, j in zip(a_axes, b_axes):

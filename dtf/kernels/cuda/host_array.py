@@ -1,7 +1,8 @@
 """GPU kernels of the array, segment, sort, matrix, linear-algebra, special-function and
-extra nn ops that have no CUDA kernel yet: like the scans and top_k (``state.HOST_RUN_OPS``), they copy their inputs
-to the host and run the CPU kernel, so a graph built under ``tf.device('/gpu:0')`` runs
-them without soft placement; the next GPU kernel copies their outputs back."""
+extra nn ops that have no CUDA kernel yet: like the scans and top_k (``state.HOST_RUN_OPS``),
+they copy their inputs to the host and run the CPU kernel, so a graph built under
+``tf.device('/gpu:0')`` runs them without soft placement; the next GPU kernel copies their
+outputs back."""
 from __future__ import annotations
 
 from dtf.kernels.registry import register_kernel
@@ -18,7 +19,8 @@ HOST_RUN_ARRAY_OPS = (
     "MatrixTriangularSolve", "Qr", "SelfAdjointEigV2", "Svd",
     "Lgamma", "Digamma", "Polygamma", "Erfc", "Rint", "Xlogy", "MulNoNan",
     "Selu", "SeluGrad", "LRN", "LRNGrad",
-    "Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound", "BroadcastArgs", "EnsureShape",
+    "Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound",
+    "BroadcastArgs", "EnsureShape",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -74,7 +74,8 @@ def _broadcast_args(attrs, s0, s1):
 @reference("EnsureShape")
 def _ensure_shape(attrs, x):
     want = attrs["shape"]
-    if want is not None and (len(want) != x.ndim or any(w not in (None, -1, d) for w, d in zip(want, x.shape))):
+    fits = want is None or (len(want) == x.ndim and all(w in (None, -1, d) for w, d in zip(want, x.shape)))
+    if not fits:
         shown = "[" + ",".join("?" if w in (None, -1) else str(w) for w in want) + "]"
         raise _invalid(f"Shape of tensor {attrs.get('_input_name', 'x')} {list(x.shape)} is not "
                        f"compatible with expected shape {shown}.")

@@ -109,10 +109,19 @@ def _scatter_nd_infer(inputs, attrs):
 
 
 def scatter_nd(indices, updates, shape, name=None):
-    """A tensor of zeros of ``shape`` with ``updates`` added at ``indices`` (duplicates sum)."""
-    return _apply("ScatterNd", name, [(indices, "indices", dtypes.int32), (updates, "updates", None),
-                                      (shape, "shape", dtypes.int32)],
-                  lambda i, u, s: {"T": u.dtype, "Tindices": i.dtype}).outputs[0]
+    """A tensor of zeros of ``shape`` with ``updates`` added at ``indices`` (duplicates sum).
+    ``shape`` takes the indices' integer type, as TF's op requires."""
+    from .common import convert
+
+    with _ops.name_scope(name, "ScatterNd", [indices, updates, shape]) as scope:
+        indices = convert(indices, "indices", hint=dtypes.int32)
+        updates = convert(updates, "updates")
+        shape = convert(shape, "shape", dtype=None if isinstance(shape, _ops.Tensor) else indices.dtype)
+        if shape.dtype != indices.dtype:
+            raise TypeError(f"Input 'shape' of 'ScatterNd' Op has type {shape.dtype.name} that does "
+                            f"not match type {indices.dtype.name} of argument 'indices'.")
+        return _ops.make_tensor("ScatterNd", [indices, updates, shape],
+                                {"T": updates.dtype, "Tindices": indices.dtype}, name=scope)
 
 
 def _tensor_scatter_infer(op_type):

@@ -103,3 +103,19 @@ def test_gather_nd_with_batch_dims_and_errors():
 ])
 def test_batch_gather_gradients(build):
     check_gradient(build, [np.random.RandomState(2).randn(2, 3, 4)])
+
+
+def test_int64_indices():
+    i64 = tf.constant([[1], [0]], tf.int64)
+    s = tf.scatter_nd(i64, tf.constant([1.0, 2.0]), [3])
+    assert s.op.inputs[2].dtype == tf.int64
+    np.testing.assert_array_equal(run(s), [2.0, 1.0, 0.0])
+    p = tf.constant(P)
+    g = tf.gather_nd(p, tf.constant([[1, 2]], tf.int64))
+    np.testing.assert_array_equal(run(tf.gradients(tf.reduce_sum(g), p)[0])[1, 2], np.ones(4))
+    seg = tf.segment_sum(p, tf.constant([0, 0], tf.int64))
+    useg = tf.unsorted_segment_max(p, tf.constant([1, 0], tf.int64), tf.constant(2, tf.int64))
+    np.testing.assert_array_equal(run(seg), [P[0] + P[1]])
+    np.testing.assert_array_equal(run(useg), [P[1], P[0]])
+    with pytest.raises(TypeError, match="'shape'"):
+        tf.scatter_nd(i64, tf.constant([1.0, 2.0]), tf.constant([3]))

@@ -78,6 +78,7 @@ _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
 _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
+_LAZY_MODULES["layers"] = "dtf.layers"
 
 
 def disable_eager_execution():

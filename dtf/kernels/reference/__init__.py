@@ -8,6 +8,7 @@ from . import array  # noqa: F401
 from . import math  # noqa: F401
 from . import nn  # noqa: F401
 from . import random  # noqa: F401
+from . import conv_extra  # noqa: F401
 from . import scatter_nd  # noqa: F401
 from . import segment  # noqa: F401
 from . import sort  # noqa: F401

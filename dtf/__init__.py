@@ -67,6 +67,7 @@ from dtf.ops.linalg_decomp_ops import *  # noqa: F401,F403,E402
 from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
 from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
+from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
 from dtf.ops.math_ops import accumulate_n  # noqa: F401,E402
 from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
 

@@ -205,3 +205,15 @@ def bincount_setdiff_unravel_searchsorted(tf):
             "unravel": tf.unravel_index([22, 41, 37], [7, 6]),
             "left": tf.searchsorted(seq, vals), "right": tf.searchsorted(seq, vals, side="right"),
             "bcast": tf.broadcast_dynamic_shape([2, 1, 3], [4, 1])}
+
+
+@case
+def space_depth_and_batch(tf):
+    x = tf.constant(np.random.RandomState(11).randn(2, 4, 6, 3).astype(np.float32))
+    out = {"s2d": tf.space_to_depth(x, 2), "d2s": tf.depth_to_space(tf.tile(x, [1, 1, 1, 4]), 2),
+           "s2b": tf.space_to_batch_nd(x, [2, 3], [[1, 1], [0, 3]]),
+           "s2b_1d": tf.space_to_batch_nd(x, [2], [[0, 2]]),
+           "s2b_4d": tf.space_to_batch(x, [[0, 0], [1, 1]], block_size=2)}
+    out["b2s"] = tf.batch_to_space_nd(out["s2b"], [2, 3], [[1, 0], [0, 2]])
+    out["b2s_4d"] = tf.batch_to_space(out["s2b_4d"], [[0, 0], [1, 1]], 2)
+    return _add_grads(tf, out, ((k, [x]) for k in ("s2d", "d2s", "s2b", "b2s")))

@@ -87,3 +87,7 @@ def test_prod_gradient_with_zeros():
     x = np.array([[0.0, 2.0], [3.0, 0.0], [0.0, 0.0], [5.0, 7.0]])
     check_gradient(lambda t: tf.segment_prod(t, [0, 0, 1, 1]), [x])
     check_gradient(lambda t: tf.unsorted_segment_prod(t, [0, 0, 1, 1], 2), [x])
+
+
+def test_integer_segment_mean_truncates_toward_zero():
+    np.testing.assert_array_equal(run(tf.segment_mean(tf.constant([-3, -4, 5]), [0, 0, 1])), [-3, 5])

@@ -82,8 +82,7 @@ def _segment_mean(attrs, data, ids):
     total = _sorted(np.add, lambda d: 0, False)(attrs, data, ids)
     counts = np.bincount(np.asarray(ids).reshape(-1), minlength=total.shape[0])
     counts = np.maximum(counts, 1).reshape((-1,) + (1,) * (data.ndim - 1))
-    if data.dtype.kind in "iu":
-        return (total // counts).astype(data.dtype)
+    # integer means truncate toward zero, as C++ division does in TF's kernel
     return (total / counts).astype(data.dtype)
 
 

@@ -28,15 +28,24 @@ def _min_dim(m, n):
     return None if m is None or n is None else min(m, n)
 
 
-@register_op("Qr")
-def _qr_infer(inputs, attrs):
-    x = inputs[0]
-    dims = _matrix_dims(x, "Qr", attrs, inputs)
-    if dims is None:
-        return [(x.dtype, unknown_shape())] * 2
-    batch, (m, n) = list(dims[:-2]), dims[-2:]
+def _decomposition_infer(op_type, n_out, shapes):
+    """Shape function from ``shapes(batch, m, n, attrs)`` -> output dims lists; unknown
+    shapes when the input's rank is."""
+    def infer(inputs, attrs):
+        x = inputs[0]
+        dims = _matrix_dims(x, op_type, attrs, inputs)
+        if dims is None:
+            return [(x.dtype, unknown_shape())] * n_out
+        return [(x.dtype, TensorShape(d)) for d in shapes(list(dims[:-2]), *dims[-2:], attrs)]
+    return infer
+
+
+def _qr_shapes(batch, m, n, attrs):
     p = m if attrs["full_matrices"] else _min_dim(m, n)
-    return [(x.dtype, TensorShape(batch + [m, p])), (x.dtype, TensorShape(batch + [p, n]))]
+    return [batch + [m, p], batch + [p, n]]
+
+
+register_op("Qr")(_decomposition_infer("Qr", 2, _qr_shapes))
 
 
 @register_op("SelfAdjointEigV2")
@@ -50,19 +59,15 @@ def _eig_infer(inputs, attrs):
     return [(x.dtype, TensorShape(list(dims[:-2]) + [n])), (x.dtype, v)]
 
 
-@register_op("Svd")
-def _svd_infer(inputs, attrs):
-    x = inputs[0]
-    dims = _matrix_dims(x, "Svd", attrs, inputs)
-    if dims is None:
-        return [(x.dtype, unknown_shape())] * 3
-    batch, (m, n) = list(dims[:-2]), dims[-2:]
+def _svd_shapes(batch, m, n, attrs):
     p = _min_dim(m, n)
     if not attrs["compute_uv"]:
-        return [(x.dtype, TensorShape(batch + [p])), (x.dtype, TensorShape([0])), (x.dtype, TensorShape([0]))]
+        return [batch + [p], [0], [0]]
     full = attrs["full_matrices"]
-    return [(x.dtype, TensorShape(batch + [p])), (x.dtype, TensorShape(batch + [m, m if full else p])),
-            (x.dtype, TensorShape(batch + [n, n if full else p]))]
+    return [batch + [p], batch + [m, m if full else p], batch + [n, n if full else p]]
+
+
+register_op("Svd")(_decomposition_infer("Svd", 3, _svd_shapes))
 
 
 def _decompose(op_type, x, name, **attrs):

@@ -57,36 +57,36 @@ def _nhwc(x, data_format, fn):
     return A.transpose(fn(A.transpose(x, [0, 2, 3, 1])), [0, 3, 1, 2])
 
 
-def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
-    """Moves each block_size x block_size spatial block into the depth dimension."""
-    bs = _block_ints(block_size, "space_to_depth")[0]
+def _depth_shuffle(input, block_size, name, data_format, what, op_name, to_depth):
+    """Both directions are one 6-D reshape, a swap of its axes 2 and 3, and a reshape:
+    [b, h/bs, bs, w/bs, bs, c] <-> [b, h/bs, w/bs, bs, bs, c] (space_to_depth reads the
+    first as the input and writes the second as the output; depth_to_space the reverse)."""
+    bs = _block_ints(block_size, what)[0]
     if bs < 2:
-        raise ValueError(f"space_to_depth: block_size must be > 1, got {bs}")
+        raise ValueError(f"{what}: block_size must be > 1, got {bs}")
 
     def nhwc(x):
-        b, h, w, c = _dims(x, "space_to_depth")
-        h2, w2 = _div(h, bs, "space_to_depth", 1), _div(w, bs, "space_to_depth", 2)
-        blocks = A.reshape(x, _shape([b, h2, bs, w2, bs, c]))
-        return A.reshape(A.transpose(blocks, [0, 1, 3, 2, 4, 5]), _shape([b, h2, w2, bs * bs * c]))
+        b, h, w, c = _dims(x, what)
+        if to_depth:
+            h2, w2 = _div(h, bs, what, 1), _div(w, bs, what, 2)
+            blocks, out = [b, h2, bs, w2, bs, c], [b, h2, w2, bs * bs * c]
+        else:
+            c2 = _div(c, bs * bs, what, 3)
+            blocks, out = [b, h, w, bs, bs, c2], [b, h * bs, w * bs, c2]
+        return A.reshape(A.transpose(A.reshape(x, _shape(blocks)), [0, 1, 3, 2, 4, 5]), _shape(out))
 
-    with _ops.name_scope(name, "SpaceToDepth", [input]):
-        return _nhwc(_rank4(convert(input, "input"), "space_to_depth"), data_format, nhwc)
+    with _ops.name_scope(name, op_name, [input]):
+        return _nhwc(_rank4(convert(input, "input"), what), data_format, nhwc)
+
+
+def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """Moves each block_size x block_size spatial block into the depth dimension."""
+    return _depth_shuffle(input, block_size, name, data_format, "space_to_depth", "SpaceToDepth", True)
 
 
 def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
     """The inverse of space_to_depth: depth is spread into block_size x block_size blocks."""
-    bs = _block_ints(block_size, "depth_to_space")[0]
-    if bs < 2:
-        raise ValueError(f"depth_to_space: block_size must be > 1, got {bs}")
-
-    def nhwc(x):
-        b, h, w, c = _dims(x, "depth_to_space")
-        c2 = _div(c, bs * bs, "depth_to_space", 3)
-        blocks = A.reshape(x, _shape([b, h, w, bs, bs, c2]))
-        return A.reshape(A.transpose(blocks, [0, 1, 3, 2, 4, 5]), _shape([b, h * bs, w * bs, c2]))
-
-    with _ops.name_scope(name, "DepthToSpace", [input]):
-        return _nhwc(_rank4(convert(input, "input"), "depth_to_space"), data_format, nhwc)
+    return _depth_shuffle(input, block_size, name, data_format, "depth_to_space", "DepthToSpace", False)
 
 
 def _rank4(x, what):
@@ -95,16 +95,22 @@ def _rank4(x, what):
     return x
 
 
+def _blocked_input(input, block_shape, what):
+    """(input tensor, block sizes, its dims) after checking it has 1 + len(block) dims."""
+    x = convert(input, "input")
+    block = _block_ints(block_shape, what)
+    dims = _dims(x, what)
+    if len(dims) < len(block) + 1:
+        raise ValueError(f"{what}: input rank {len(dims)} is less than 1 + {len(block)} block dims")
+    return x, block, dims
+
+
 def space_to_batch_nd(input, block_shape, paddings, name=None):  # noqa: A002
     """Pads the M spatial dimensions after the batch one, cuts them into blocks of
     ``block_shape`` and moves the position within the block into the batch dimension."""
     with _ops.name_scope(name, "SpaceToBatchND", [input, block_shape, paddings]):
-        x = convert(input, "input")
-        block = _block_ints(block_shape, "space_to_batch_nd")
+        x, block, dims = _blocked_input(input, block_shape, "space_to_batch_nd")
         m = len(block)
-        dims = _dims(x, "space_to_batch_nd")
-        if len(dims) < m + 1:
-            raise ValueError(f"space_to_batch_nd: input rank {len(dims)} is less than 1 + {m} block dims")
         static = paddings if not isinstance(paddings, _ops.Tensor) else const_value(paddings)
         if static is not None:  # a constant paddings list keeps the shapes static
             static = np.asarray(static, np.int64).reshape(m, 2)
@@ -131,12 +137,8 @@ def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
     """The inverse of space_to_batch_nd: batch entries become spatial blocks, then ``crops``
     are cut from the start and end of each spatial dimension."""
     with _ops.name_scope(name, "BatchToSpaceND", [input, block_shape, crops]):
-        x = convert(input, "input")
-        block = _block_ints(block_shape, "batch_to_space_nd")
+        x, block, dims = _blocked_input(input, block_shape, "batch_to_space_nd")
         m = len(block)
-        dims = _dims(x, "batch_to_space_nd")
-        if len(dims) < m + 1:
-            raise ValueError(f"batch_to_space_nd: input rank {len(dims)} is less than 1 + {m} block dims")
         prod = int(np.prod(block))
         batch = _div(dims[0], prod, "batch_to_space_nd", 0)
         spatial, rest = dims[1:1 + m], dims[1 + m:]

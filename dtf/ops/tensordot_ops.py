@@ -94,7 +94,8 @@ def tensordot(a, b, axes, name=None):
 # -- einsum --------------------------------------------------------------------------------
 def _parse(equation, operands):
     """Input subscripts per operand and the output subscripts, with '...' replaced by
-    digits (subscripts are letters; the operands' ranks must be known)."""
+    digits (subscripts are letters; the operands' ranks must be known). An operand whose
+    '...' covers fewer dimensions takes the last digits: broadcasting aligns on the right."""
     eq = equation.replace(" ", "")
     if "->" in eq:
         lhs, out = eq.split("->")
@@ -121,10 +122,7 @@ def _parse(equation, operands):
     for s, t in zip(inputs, operands):
         if "..." in s:
             k = t.shape.ndims - len(s.replace("...", ""))
-            if k != ellipsis_rank:
-                raise NotImplementedError(f"einsum '{equation}': '...' covering different numbers "
-                                          "of dimensions (broadcasting) is not supported")
-            s = s.replace("...", ell)
+            s = s.replace("...", ell[ellipsis_rank - k:])
         expanded.append(s)
     if out is None:
         letters = "".join(expanded)
@@ -174,23 +172,39 @@ def _contract(a, sa, b, sb, keep):
     da, db = dict(zip(sa, _dims(a))), dict(zip(sb, _dims(b)))
     for c in batch + summed:
         x, y = da[c], db[c]
-        if isinstance(x, numbers.Integral) and isinstance(y, numbers.Integral) and x != y:
+        static = isinstance(x, numbers.Integral) and isinstance(y, numbers.Integral)
+        if static and x != y and (c in summed or 1 not in (x, y)):
             raise ValueError(f"einsum: subscript '{c}' has size {x} in one operand and {y} in another")
     a2 = _transpose_if_needed(a, [sa.index(c) for c in batch + a_free + summed])
     b2 = _transpose_if_needed(b, [sb.index(c) for c in batch + summed + b_free])
-    bdims = [da[c] for c in batch]
-    a2 = A.reshape(a2, _shape_arg(bdims + [_prod([da[c] for c in a_free]), _prod([da[c] for c in summed])]))
-    b2 = A.reshape(b2, _shape_arg(bdims + [_prod([db[c] for c in summed]), _prod([db[c] for c in b_free])]))
+    # each side keeps its own batch sizes: BatchMatMulV2 broadcasts a 1 against the other's
+    a2 = A.reshape(a2, _shape_arg([da[c] for c in batch] + [_prod([da[c] for c in a_free]),
+                                                            _prod([da[c] for c in summed])]))
+    b2 = A.reshape(b2, _shape_arg([db[c] for c in batch] + [_prod([db[c] for c in summed]),
+                                                            _prod([db[c] for c in b_free])]))
     out = matmul(a2, b2)
     subs = "".join(batch + a_free + b_free)
+    bdims = [_broadcast_dim(da[c], db[c], out, i) for i, c in enumerate(batch)]
     return A.reshape(out, _shape_arg(bdims + [da[c] for c in a_free] + [db[c] for c in b_free])), subs
+
+
+def _broadcast_dim(x, y, out, i):
+    """The size of batch dimension i of the product: static when either side decides it."""
+    x_static, y_static = isinstance(x, numbers.Integral), isinstance(y, numbers.Integral)
+    if x_static and y_static:
+        return max(x, y)
+    if x_static and x != 1:
+        return x
+    if y_static and y != 1:
+        return y
+    return A.shape(out)[i]
 
 
 def einsum(equation, *inputs, **kwargs):
     """Einstein summation over the ``inputs`` as ``equation`` says: products ('ij,jk->ik',
     'bij,bjk->bik', 'i,j->ij'), transposes and sums ('ij->ji', 'ij->j'), diagonals and traces
-    ('ii->i', 'ii') and '...'. Pairs of operands are contracted with matmul, left to right;
-    '...' standing for different numbers of dimensions (broadcasting) is refused."""
+    ('ii->i', 'ii') and '...', which broadcasts as numpy's does. Pairs of operands are
+    contracted with (batch) matmul, left to right."""
     name = kwargs.pop("name", None)
     if kwargs:
         raise TypeError(f"invalid keyword arguments for einsum: {sorted(kwargs)}")

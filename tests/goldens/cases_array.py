@@ -166,9 +166,11 @@ def tensordot_and_einsum(tf):
            "diag": tf.einsum("ii->i", sq), "outer": tf.einsum("i,j->ij", b[0], b[1]),
            "sum_all": tf.einsum("ij->", b), "col_sums": tf.einsum("bij->j", a),
            "chain": tf.einsum("ij,jk,kl->il", a[0], b, tf.transpose(b)),
-           "ellipsis": tf.einsum("...ij,jk->...ik", a, b), "upper": tf.einsum("BTH,HD->BTD", a, b)}
+           "ellipsis": tf.einsum("...ij,jk->...ik", a, b), "upper": tf.einsum("BTH,HD->BTD", a, b),
+           "broadcast": tf.einsum("...ij,...jk->...ik", a[:1], tf.stack([b, 2 * b])),
+           "broadcast_vec": tf.einsum("...j,j->...", a, b[:, 0])}
     return _add_grads(tf, out, (("td1", [a, b]), ("td_pairs", [a]), ("batch", [a]), ("trace", [sq]),
-                                ("chain", [a, b]), ("ellipsis", [a, b])))
+                                ("chain", [a, b]), ("ellipsis", [a, b]), ("broadcast", [a, b])))
 
 
 @case

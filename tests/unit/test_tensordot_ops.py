@@ -14,7 +14,8 @@ A, B, C, S = R.randn(2, 3, 4), R.randn(4, 5), R.randn(2, 4, 5), R.randn(3, 3)
     ("ij->j", [B]), ("i,j->ij", [B[0], B[1]]), ("i,i->", [B[0], B[1]]), ("bij,jk->bik", [A, B]),
     ("...ij,...jk->...ik", [A, C]), ("ij,jk,kl->il", [A[0], B, B.T]), ("bij,bkj->bik", [A, A]),
     ("ijk", [A]), ("ij,jk", [A[0], B]), ("ii->i", [S]), ("ii", [S]), ("bii->b", [A[:, :, :3]]),
-    ("ij,ij->ij", [B, B]), ("abc,cd->abd", [A, B]), ("BTH,HD->BTD", [A, B]), ("aB,Bc", [A[0], B]),
+    ("...ij,...jk->...ik", [A, B]), ("...ij,...jk->...ik", [A[:1], C]), ("...j,j->...", [A, B[:, 0]]),
+    ("bi...,...->bi...", [A, A[0, 0]]), ("ij,ij->ij", [B, B]), ("abc,cd->abd", [A, B]), ("BTH,HD->BTD", [A, B]), ("aB,Bc", [A[0], B]),
 ])
 def test_einsum_matches_numpy(equation, operands):
     out = tf.einsum(equation, *[tf.constant(o) for o in operands])
@@ -28,8 +29,8 @@ def test_einsum_errors():
         tf.einsum("ij,jk->ik", B)
     with pytest.raises(ValueError, match="rank 2 but subscripts 'ijk'"):
         tf.einsum("ijk->i", B)
-    with pytest.raises(NotImplementedError, match="broadcasting"):
-        tf.einsum("...ij,...jk->...ik", A, B)
+    with pytest.raises(ValueError, match="subscript 'j' has size 5 in one operand and 3"):
+        tf.einsum("ij,jk->ik", B, A[0])
     with pytest.raises(ValueError, match="unsupported subscript"):
         tf.einsum("i1->i", B)
 
@@ -58,6 +59,7 @@ def test_tensordot_unknown_dims():
     lambda a, b: tf.einsum("bij,bik->bjk", a, a) * tf.reduce_sum(b),
     lambda a, b: tf.einsum("ii", b[:, :4]) * tf.einsum("bij->j", a),
     lambda a, b: tf.tensordot(a, b, [[2], [0]]) ** 2,
+    lambda a, b: tf.einsum("...ij,...jk->...ik", a[:1], tf.stack([b, 2 * b])) ** 2,
 ])
 def test_gradients(build):
     check_gradient(build, [R.randn(2, 3, 4), R.randn(4, 5)])

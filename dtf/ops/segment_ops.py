@@ -186,9 +186,13 @@ def _gather_drop_negatives(params, ids, clipped=None, is_positive=None):
     gathered = A.gather(params, clipped)
     if is_positive is None:
         is_positive = M.greater_equal(ids, 0)
-        ps = A.shape(is_positive)
-        extra = A.ones(A.expand_dims(A.rank(gathered) - A.rank(is_positive), 0), dtype=ps.dtype)
-        is_positive = A.reshape(is_positive, A.concat([ps, extra], 0))
+        if gathered.shape.ndims is not None and ids.shape.ndims is not None:  # static shapes
+            for _ in range(gathered.shape.ndims - ids.shape.ndims):
+                is_positive = A.expand_dims(is_positive, -1)
+        else:
+            ps = A.shape(is_positive)
+            extra = A.ones(A.expand_dims(A.rank(gathered) - A.rank(is_positive), 0), dtype=ps.dtype)
+            is_positive = A.reshape(is_positive, A.concat([ps, extra], 0))
         is_positive = M.logical_and(is_positive, A.ones_like(gathered, dtype=dtypes.bool))
     return M.where_v2(is_positive, gathered, A.zeros_like(gathered)), clipped, is_positive
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, RegisterGradient, register_op
@@ -100,30 +102,77 @@ def diag_part(input, name=None):  # noqa: A002
     return _diag_part(input, name)
 
 
-def _only_main_diagonal(fn, k, extra):
-    if k != 0 or any(v not in (-1, 0) for v in extra.values()):
-        given = ", ".join(f"{n}={v}" for n, v in {"k": k, **extra}.items())
-        raise NotImplementedError(f"{fn} supports the main diagonal only (k=0); got {given}")
+def _scalar_k(fn, k):
+    """k as a Python int; a band of diagonals (a pair) or a k unknown until run time is
+    refused."""
+    from .common import const_value
+    v = const_value(k) if isinstance(k, _ops.Tensor) else k
+    if v is None or np.ndim(v) != 0:
+        raise NotImplementedError(f"{fn} takes one diagonal, a constant integer k; got k={k!r}")
+    return int(v)
+
+
+def _shifted(x, k):
+    """The part of the matrices of ``x`` whose main diagonal is their k-th diagonal."""
+    return x[..., :, k:] if k >= 0 else x[..., -k:, :]
 
 
 def matrix_diag(diagonal, name="diag", k=0, num_rows=-1, num_cols=-1, padding_value=0):
-    """Batched diagonal matrices: the last dimension of ``diagonal`` becomes a matrix."""
-    _only_main_diagonal("matrix_diag", k, {"num_rows": num_rows, "num_cols": num_cols,
-                                           "padding_value": padding_value})
-    return _matrix_diag(diagonal, name)
+    """Batched matrices with ``diagonal`` (its last dimension) on their k-th diagonal and
+    ``padding_value`` elsewhere; each side defaults to the smallest that holds the diagonal
+    (both: a square)."""
+    k = _scalar_k("matrix_diag", k)
+    plain = num_rows == -1 and num_cols == -1 and not isinstance(padding_value, _ops.Tensor) \
+        and padding_value == 0
+    if k == 0 and plain:
+        return _matrix_diag(diagonal, name)
+    with _ops.name_scope(name, "MatrixDiag", [diagonal]) as scope:
+        diagonal = convert(diagonal, "diagonal")
+        n = diagonal.shape.as_tuple_or_none()[-1] if diagonal.shape.ndims else None
+        if n is None:
+            raise NotImplementedError("matrix_diag with k, num_rows or num_cols needs a diagonal of "
+                                      "static length")
+        rows_min, cols_min = n + max(-k, 0), n + max(k, 0)
+        if num_rows == -1 and num_cols == -1:
+            rows = cols = max(rows_min, cols_min)
+        else:
+            rows = rows_min if num_rows == -1 else int(num_rows)
+            cols = cols_min if num_cols == -1 else int(num_cols)
+        if rows < rows_min or cols < cols_min:
+            raise ValueError(f"matrix_diag: a diagonal of length {n} at k={k} needs at least "
+                             f"{rows_min} rows and {cols_min} columns, got {rows} x {cols}")
+        nd = diagonal.shape.ndims
+        top, left = max(-k, 0), max(k, 0)
+        pads = [[0, 0]] * (nd - 1) + [[top, rows - top - n], [left, cols - left - n]]
+        out = A.pad(_matrix_diag(diagonal), pads)
+        if isinstance(padding_value, _ops.Tensor) or padding_value != 0:
+            on_diagonal = A.pad(_matrix_diag(A.ones_like(diagonal, dtype=dtypes.bool)), pads)
+            from .math_ops import where_v2
+            fill = convert(padding_value, "padding_value", dtype=diagonal.dtype)
+            out = where_v2(on_diagonal, out, fill)
+        return A.identity(out, name=scope)
 
 
 def matrix_diag_part(input, name="diag_part", k=0, padding_value=0):  # noqa: A002
-    """The main diagonals of a batch of matrices (the last two dimensions)."""
-    _only_main_diagonal("matrix_diag_part", k, {"padding_value": padding_value})
-    return _matrix_diag_part(input, name)
+    """The k-th diagonals of a batch of matrices (the last two dimensions)."""
+    k = _scalar_k("matrix_diag_part", k)
+    if k == 0:
+        return _matrix_diag_part(input, name)
+    with _ops.name_scope(name, "MatrixDiagPart", [input]) as scope:
+        return _matrix_diag_part(_shifted(convert(input, "input"), k), scope)
 
 
 def matrix_set_diag(input, diagonal, name="set_diag", k=0):  # noqa: A002
-    """``input`` with the main diagonal of each matrix replaced by ``diagonal``."""
-    _only_main_diagonal("matrix_set_diag", k, {})
-    return _apply("MatrixSetDiag", name, [(input, "input", None), (diagonal, "diagonal", None)],
-                  lambda x, d: {"T": x.dtype}).outputs[0]
+    """``input`` with the k-th diagonal of each matrix replaced by ``diagonal``."""
+    k = _scalar_k("matrix_set_diag", k)
+    if k == 0:
+        return _apply("MatrixSetDiag", name, [(input, "input", None), (diagonal, "diagonal", None)],
+                      lambda x, d: {"T": x.dtype}).outputs[0]
+    with _ops.name_scope(name, "MatrixSetDiag", [input, diagonal]) as scope:
+        x = convert(input, "input")
+        kept = x[..., :, :k] if k > 0 else x[..., :-k, :]
+        changed = matrix_set_diag(_shifted(x, k), diagonal)
+        return A.concat([kept, changed], -1 if k > 0 else -2, name=scope)
 
 
 def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002

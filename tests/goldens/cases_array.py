@@ -219,3 +219,17 @@ def space_depth_and_batch(tf):
     out["b2s"] = tf.batch_to_space_nd(out["s2b"], [2, 3], [[1, 0], [0, 2]])
     out["b2s_4d"] = tf.batch_to_space(out["s2b_4d"], [[0, 0], [1, 1]], 2)
     return _add_grads(tf, out, ((k, [x]) for k in ("s2d", "d2s", "s2b", "b2s")))
+
+
+@case
+def off_diagonals(tf):
+    rng = np.random.RandomState(12)
+    x = tf.constant(rng.randn(2, 3, 4).astype(np.float32))
+    d = tf.constant(rng.randn(2, 2).astype(np.float32))
+    out = {"diag_k1": tf.linalg.diag(d, k=1), "diag_km1": tf.linalg.diag(d, k=-1),
+           "diag_rows": tf.linalg.diag(d, num_rows=3), "diag_cols": tf.matrix_diag(d, num_cols=4),
+           "diag_pad": tf.linalg.diag(d, num_rows=3, num_cols=4, k=-1, padding_value=9.0),
+           "part_k1": tf.linalg.diag_part(x, k=1), "part_km2": tf.matrix_diag_part(x, k=-2),
+           "set_k2": tf.linalg.set_diag(x, d, k=2), "set_km1": tf.matrix_set_diag(x, d, k=-1)}
+    return _add_grads(tf, out, (("diag_pad", [d]), ("part_k1", [x]), ("set_k2", [x, d]),
+                                ("set_km1", [x, d])))

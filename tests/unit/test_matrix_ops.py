@@ -27,8 +27,8 @@ def test_diag_family_matches_numpy():
     np.testing.assert_array_equal(run(setd), want)
     for t in (full, md, part, setd):
         check_against_reference(t)
-    with pytest.raises(NotImplementedError, match="k=1"):
-        tf.matrix_diag(d, k=1)
+    with pytest.raises(NotImplementedError, match="one diagonal"):
+        tf.matrix_diag(d, k=(0, 1))
     with pytest.raises(ValueError, match="diagonal must have shape"):
         tf.matrix_set_diag(M, np.ones((2, 4), np.float32))
 
@@ -106,3 +106,24 @@ def test_roll():
     np.testing.assert_array_equal(run(tf.roll(M, 2, 1)), np.roll(M, 2, 1))
     check_against_reference(out)
     check_gradient(lambda x: tf.roll(x, [1, 3], [1, -1]) * W, [np.random.RandomState(4).randn(2, 3, 4)])
+
+
+def test_off_diagonals():
+    d = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(run(tf.linalg.diag(d, k=1)), np.diag(d, 1))
+    np.testing.assert_array_equal(run(tf.linalg.diag(d, k=-1)), np.diag(d, -1))
+    np.testing.assert_array_equal(run(tf.linalg.diag(d, num_rows=3)), np.eye(3, 2) * [1, 2])
+    got = run(tf.linalg.diag(d, num_rows=3, num_cols=4, k=-1, padding_value=9))
+    np.testing.assert_array_equal(got, [[9, 9, 9, 9], [1, 9, 9, 9], [9, 2, 9, 9]])
+    for k in (-2, -1, 1, 3):
+        np.testing.assert_array_equal(run(tf.linalg.diag_part(M, k=k)), np.diagonal(M, k, -2, -1))
+        n = np.diagonal(M, k, -2, -1).shape[-1]
+        want = M.copy()
+        rows, cols = (np.arange(n), np.arange(n) + k) if k > 0 else (np.arange(n) - k, np.arange(n))
+        want[:, rows, cols] = -1.0
+        np.testing.assert_array_equal(run(tf.linalg.set_diag(M, -np.ones((2, n), np.float32), k=k)), want)
+    with pytest.raises(ValueError, match="needs at least"):
+        tf.linalg.diag(d, k=1, num_rows=1)
+    check_gradient(lambda x: tf.linalg.diag_part(x, k=1) ** 2 + tf.reduce_sum(
+        tf.linalg.set_diag(x, x[:, :2, 0], k=-1) * W), [np.random.RandomState(5).randn(2, 3, 4)])
+    check_gradient(lambda v: tf.linalg.diag(v, k=-1, num_cols=4, padding_value=2.0) ** 2, [d])

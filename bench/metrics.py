@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.models import MODELS
 from bench.training import CONFIGS, metric_prefix
 from bench.workloads import TCP_MIB, TRANSFER_MIB
 
@@ -71,11 +72,24 @@ METRICS = [
     Metric("w7.tiny_server_step_us", "W7", "tiny step via local server p50", "us", issue_tf=163),
 ]
 
+
+def _model_metrics():
+    for wl, label in (("M1", "CNN deep-MNIST step, batch 64, Adam"),
+                      ("M2", "MLP 784-1024-1024-10 step, batch 256"),
+                      ("M3", "ResNet-style 3 blocks 32x32x16 step, batch 64")):
+        prefix = MODELS[wl][3]
+        yield Metric(f"{prefix}_ms", wl, label, "ms")
+        yield Metric(f"{prefix}_gflops", wl, f"{label}: achieved", "GFLOP/s", True)
+
+
+METRICS += list(_model_metrics())
+
 RAW = [
     Metric("zmq_round_trip_us", "raw", "ZeroMQ empty round trip", "us"),
     Metric("zmq_ipc_round_trip_us", "raw", "ZeroMQ Unix-socket round trip", "us"),
     Metric("zmq_tcp_64mib_gbs", "raw", "ZeroMQ TCP 64 MiB", "GB/s", True),
     Metric("memcpy_gbs", "raw", "memcpy 256 MiB", "GB/s", True),
+    Metric("sgemm_gflops", "raw", "sgemm 2048^3 peak (numpy BLAS, best of 5)", "GFLOP/s", True),
 ]
 
 BY_ID = {m.id: m for m in METRICS + RAW}

@@ -84,9 +84,20 @@ def zmq_limits(quick=False) -> dict:
     return {k: out[k] for k in ("zmq_round_trip_us", "zmq_ipc_round_trip_us", "zmq_tcp_64mib_gbs") if k in out}
 
 
+def sgemm_gflops(n=2048, reps=5) -> float:
+    """The machine's single-precision peak as its BLAS reaches it: the best of ``reps``
+    n x n x n float32 products (all cores, numpy's BLAS), in 10^9 FLOP/s (2 per multiply-add)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.random((n, n), dtype=np.float32) for _ in range(2))
+    out = np.empty((n, n), np.float32)
+    np.matmul(a, b, out=out)
+    return 2 * n ** 3 / 1e9 / min(_times(lambda: np.matmul(a, b, out=out), reps))
+
+
 def measure(quick=False) -> dict:
     out = zmq_limits(quick)
     out["memcpy_gbs"] = memcpy_gbs()
+    out["sgemm_gflops"] = sgemm_gflops()
     return out
 
 

@@ -28,7 +28,8 @@ from bench.training import CONFIGS, run_training
 DEFAULT_TF_PYTHON = os.environ.get(
     "DTF_BENCH_TF_PYTHON", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".tfvenv", "bin", "python"))
 IN_PROCESS = ("W2", "W3", "W3t", "W4", "W7", "W7s")
-ALL = ("W1",) + IN_PROCESS + ("W5", "W6")
+MODELS = ("M1", "M2", "M3")  # model training steps, bench/models.py
+ALL = ("W1",) + IN_PROCESS + ("W5", "W6") + MODELS
 
 
 def parse_args(argv):
@@ -215,7 +216,7 @@ def main(argv=None):
     if "W1" in sel:
         print("W1 ...", file=sys.stderr, flush=True)
         run_cold_starts(run)
-    run_in_process(run, [w for w in IN_PROCESS if w in sel])
+    run_in_process(run, [w for w in IN_PROCESS + MODELS if w in sel])
     configs = [c for c in CONFIGS if ("W5" if c[1] == 1 else "W6") in sel]
     run_trainings(run, configs)
     rows = summarize(run.samples)

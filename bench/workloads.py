@@ -244,3 +244,7 @@ SETUPS = {
     "W7": setup_local_ops,
     "W7s": setup_local_server_step,
 }
+
+from bench.models import MODEL_SETUPS  # noqa: E402  (M1-M3: model training steps)
+
+SETUPS.update(MODEL_SETUPS)

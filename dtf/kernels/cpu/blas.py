@@ -85,6 +85,38 @@ def _controller():
     return _threads
 
 
+_single_sections = 0  # threads inside one_thread() now; guarded by _lock
+
+
+class one_thread:
+    """``with one_thread():`` BLAS calls run on one thread until every thread that entered
+    has left (a count, so overlapping sections on several threads don't put the process's
+    count back while another still relies on one)."""
+
+    __slots__ = ("_threads",)
+
+    def __enter__(self):
+        global _single_sections
+        threads = self._threads = _controller()
+        if threads is None or threads.default <= 1:
+            return self
+        with _lock:
+            _single_sections += 1
+            if _single_sections == 1:
+                threads.set(1)
+        return self
+
+    def __exit__(self, *exc):
+        global _single_sections
+        threads = self._threads
+        if threads is None or threads.default <= 1:
+            return
+        with _lock:
+            _single_sections -= 1
+            if _single_sections == 0:
+                threads.set(threads.default)
+
+
 def matmul(a, b):
     """``np.matmul(a, b)`` with one BLAS thread when the product is small."""
     work = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0  # batch * m * k * n
@@ -93,8 +125,5 @@ def matmul(a, b):
     threads = _controller()
     if threads is None or threads.default <= 1:
         return np.matmul(a, b)
-    threads.set(1)
-    try:
+    with one_thread():
         return np.matmul(a, b)
-    finally:
-        threads.set(threads.default)

@@ -1,7 +1,7 @@
-"""CPU kernels of the nn ops that beat numpy: the two conv2d backprops, max/avg pooling and
-their gradients, the softmax cross-entropies and ReluGrad. Float32 and float64 only; the
-numpy reference serves every other dtype, and Conv2D itself (see below). Relu is a bare
-ufunc call, for every numeric dtype.
+"""CPU kernels of the nn ops that beat numpy: average pooling and its gradient, the softmax
+cross-entropies and ReluGrad (convolutions and max pooling: .conv_fast). Float32 and
+float64 only; the numpy reference serves every other dtype. Relu is a bare ufunc call, for
+every numeric dtype.
 
 Every loop is an njit function compiled on first call and cached on disk; the numpy
 reference serves until Numba has loaded in the background (see .jit_loading). Kernels release
@@ -10,13 +10,6 @@ parallel=True (prange) version measured worse, its median dominated by waiting f
 second core (AvgPool on 32x28x28x32: 13 ms parallel vs 0.6 ms serial; softmax cross-entropy
 on 256x10: 7.7 ms vs 0.03 ms). Geometry and input validation stay in Python, shared with
 the reference, so both paths reject the same inputs the same way.
-
-Convolutions multiply with BLAS; Numba only gathers patches (im2col) or scatters them back
-(col2im). Measured on batch 32, 28x28x16 -> 32 3x3 filters, SAME, float32, 2 cores (best of
-20): forward, a direct Numba loop 11-13 ms, Numba im2col + matmul 10-11 ms, the numpy
-reference's 9 shifted matmuls 7-8 ms, so Conv2D runs on the reference. Backprop input:
-col2im + matmul 7-8 ms vs numpy 11-12 ms (direct Numba loop 16-28 ms); backprop filter:
-im2col + matmul 8-14 ms vs numpy 16 ms (float64: 13 vs 38 ms).
 """
 from __future__ import annotations
 
@@ -24,10 +17,8 @@ import numpy as np
 
 from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
-from dtf.kernels.reference.nn import (check_conv_shapes, check_sparse_xent, check_xent_shapes,
-                                      spatial_geometry)
+from dtf.kernels.reference.nn import check_sparse_xent, check_xent_shapes, spatial_geometry
 from dtf.kernels.registry import register_kernel
-from .blas import matmul
 from .jit_loading import tiered_kernel
 
 
@@ -52,65 +43,6 @@ def _sizes(t):
     return tuple(int(d) for d in t)
 
 
-# Patch matrices are built a few images at a time so they stay small (and in cache).
-_PATCH_BYTES = 4 << 20
-
-
-def _batch_chunks(n, patch_row_bytes):
-    step = max(1, _PATCH_BYTES // max(patch_row_bytes, 1))
-    return [slice(b, min(b + step, n)) for b in range(0, n, step)]
-
-
-class _ConvGeometry:
-    """What a conv backprop needs about one call: the im2col/col2im window arguments (filter
-    size, strides, output size, top/left padding) and the batch chunks to build patches over."""
-
-    def __init__(self, node, x_shape, w_shape, itemsize):
-        check_conv_shapes(x_shape, w_shape)
-        self.w_shape = w_shape
-        (oh, ow), (pt, pl), _ = _geometry(node, x_shape, w_shape[:2])
-        self.window = (w_shape[0], w_shape[1], *node.attrs["strides"][1:3], oh, ow, pt, pl)
-        row = oh * ow * w_shape[0] * w_shape[1] * w_shape[2] * itemsize
-        self.chunks = _batch_chunks(x_shape[0], row)
-
-    def patches(self, x):
-        return _jit()._im2col(_c(x), *self.window)
-
-    def rows(self, t):
-        """[b, oh, ow, out] -> [b * oh * ow, out]."""
-        return _c(t).reshape(-1, self.w_shape[3])
-
-
-@register_kernel("Conv2DBackpropInput", "CPU", dtypes=FLOATS, label="numba col2im + BLAS")
-@tiered_kernel
-def conv2d_backprop_input(node):
-    def compute(ctx, input_sizes, w, dy):
-        shape = _sizes(input_sizes)
-        g = _ConvGeometry(node, shape, w.shape, dy.itemsize)
-        w2t = _c(w).reshape(-1, w.shape[3]).T
-        dx = np.empty(shape, dy.dtype)
-        for s in g.chunks:
-            n = s.stop - s.start
-            dx[s] = _jit()._col2im(matmul(g.rows(dy[s]), w2t), n, *shape[1:], *g.window)
-        return dx
-
-    return compute
-
-
-@register_kernel("Conv2DBackpropFilter", "CPU", dtypes=FLOATS, label="numba im2col + BLAS")
-@tiered_kernel
-def conv2d_backprop_filter(node):
-    def compute(ctx, x, filter_sizes, dy):
-        shape = _sizes(filter_sizes)
-        g = _ConvGeometry(node, x.shape, shape, x.itemsize)
-        dw = np.zeros((int(np.prod(shape[:3])), shape[3]), dy.dtype)
-        for s in g.chunks:
-            dw += matmul(g.patches(x[s]).T, g.rows(dy[s]))
-        return dw.reshape(shape)
-
-    return compute
-
-
 def _pool_params(node, x_shape):
     """(kh, kw, sh, sw) and the output size and top/left padding of a pooling node."""
     kh, kw = node.attrs["ksize"][1:3]
@@ -131,20 +63,7 @@ def _forward_pool(fn_name):
     return factory
 
 
-register_kernel("MaxPool", "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward_pool("_max_pool")))
 register_kernel("AvgPool", "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward_pool("_avg_pool")))
-
-
-@register_kernel("MaxPoolGrad", "CPU", dtypes=FLOATS, label="numba")
-@tiered_kernel
-def max_pool_grad(node):
-    _max_pool_grad = _jit()._max_pool_grad
-
-    def compute(ctx, x, y, dy):
-        window, _, pads = _pool_params(node, x.shape)
-        return _max_pool_grad(_c(x), _c(dy), *window, *pads)
-
-    return compute
 
 
 @register_kernel("AvgPoolGrad", "CPU", dtypes=FLOATS, label="numba")

@@ -1,5 +1,6 @@
-"""The Numba loops behind dtf.kernels.cpu.nn. Imported only when a plan first needs one of
-those kernels, so programs that never pool or convolve never load the Numba compiler."""
+"""The Numba loops behind dtf.kernels.cpu.nn (average pooling, softmax cross-entropy,
+ReluGrad). Imported only when a plan first needs one of those kernels, so programs that
+never pool or convolve never load the Numba compiler."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,94 +9,12 @@ from numba import njit
 _JIT = dict(cache=True, nogil=True)
 
 
-# -- conv2d: Numba moves patches, BLAS multiplies ---------------------------------------------------
-@njit(**_JIT)
-def _im2col(x, kh, kw, sh, sw, oh, ow, pt, pl):
-    """Rows (b, i, j), columns (p, q, c): the input patch each output pixel reads; padding
-    stays zero."""
-    n, h, wd, ci = x.shape
-    cols = np.zeros((n * oh * ow, kh * kw * ci), x.dtype)
-    for t in range(n * oh):
-        b, i = t // oh, t % oh
-        for j in range(ow):
-            row = cols[t * ow + j]
-            for p in range(kh):
-                y = i * sh + p - pt
-                if y < 0 or y >= h:
-                    continue
-                for q in range(kw):
-                    xx = j * sw + q - pl
-                    if 0 <= xx < wd:
-                        row[(p * kw + q) * ci:(p * kw + q + 1) * ci] = x[b, y, xx]
-    return cols
-
-
-@njit(**_JIT)
-def _col2im(cols, n, h, wd, ci, kh, kw, sh, sw, oh, ow, pt, pl):
-    """The adjoint of _im2col: adds each patch entry back to the input pixel it came from."""
-    dx = np.zeros((n, h, wd, ci), cols.dtype)
-    for b in range(n):
-        for i in range(oh):
-            for j in range(ow):
-                row = cols[(b * oh + i) * ow + j]
-                for p in range(kh):
-                    y = i * sh + p - pt
-                    if y < 0 or y >= h:
-                        continue
-                    for q in range(kw):
-                        xx = j * sw + q - pl
-                        if 0 <= xx < wd:
-                            dx[b, y, xx] += row[(p * kw + q) * ci:(p * kw + q + 1) * ci]
-    return dx
-
-
 # -- pooling ----------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True, inline="always")
 def _span(i, stride, pad, k, size):
     """[start, end) of the real inputs under window i: padding is never read."""
     start = i * stride - pad
     return max(start, 0), min(start + k, size)
-
-
-@njit(**_JIT)
-def _max_pool(x, kh, kw, sh, sw, oh, ow, pt, pl):
-    n, h, wd, c = x.shape
-    out = np.empty((n, oh, ow, c), x.dtype)
-    for t in range(n * oh):
-        b, i = t // oh, t % oh
-        y0, y1 = _span(i, sh, pt, kh, h)
-        for j in range(ow):
-            x0, x1 = _span(j, sw, pl, kw, wd)
-            acc = out[b, i, j]
-            acc[:] = x[b, y0, x0]
-            for y in range(y0, y1):
-                for xx in range(x0, x1):
-                    for ch in range(c):
-                        acc[ch] = max(acc[ch], x[b, y, xx, ch])
-    return out
-
-
-@njit(**_JIT)
-def _max_pool_grad(x, dy, kh, kw, sh, sw, pt, pl):
-    # Scatter to the first maximum of each window (row-major), as TF's CPU kernel does.
-    n, h, wd, c = x.shape
-    _, oh, ow, _ = dy.shape
-    dx = np.zeros(x.shape, dy.dtype)
-    for b in range(n):
-        for i in range(oh):
-            y0, y1 = _span(i, sh, pt, kh, h)
-            for j in range(ow):
-                x0, x1 = _span(j, sw, pl, kw, wd)
-                for ch in range(c):
-                    by, bx = y0, x0
-                    m = x[b, y0, x0, ch]
-                    for y in range(y0, y1):
-                        for xx in range(x0, x1):
-                            if x[b, y, xx, ch] > m:
-                                m = x[b, y, xx, ch]
-                                by, bx = y, xx
-                    dx[b, by, bx, ch] += dy[b, i, j, ch]
-    return dx
 
 
 @njit(**_JIT)

@@ -1,0 +1,272 @@
+"""CPU kernels of Conv2D, its two backprops, MaxPool and MaxPoolGrad: patches gathered by
+Numba into per-plan scratch buffers, multiplied by BLAS in a few large sgemms per batch.
+
+Conv2D (NHWC input, HWIO filter) is one product [rows, kh*kw*ci] x [kh*kw*ci, co] over the
+im2col patch matrix. Conv2DBackpropFilter is patches^T x dy; Conv2DBackpropInput at stride 1
+is itself a convolution (dy, zero-padded by kh-1-pad_top / kw-1-pad_left, correlated with
+the filter flipped in space and transposed in channels), so it gathers too instead of
+scattering; at larger strides it is dy x filter^T scattered back by col2im.
+
+The batch is cut into chunks of a few images, so that one chunk's patch matrix (about
+``CHUNK_BYTES``) stays in the caches between the gather that writes it and the sgemm that
+reads it; each product is still thousands of rows long. The patch buffers belong to the
+kernel instance, i.e. to one node of one plan, and are reused step after step (a step
+running the same plan on another thread takes a fresh one).
+
+Dilated convolutions reach these kernels with zero-filled filters (the op layer dilates
+them), so the kernels only see dilations of 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dtf.framework import dtypes
+from dtf.kernels.reference.nn import check_conv_shapes, spatial_geometry
+from dtf.kernels.registry import register_kernel
+from .intra_op import run_chunks
+from .jit_loading import tiered_kernel
+
+FLOATS = (dtypes.float32, dtypes.float64)
+# Patch bytes per chunk: the gather's output is still in L2/L3 when the sgemm reads it.
+CHUNK_BYTES = 2 << 20
+
+
+def _jit():
+    from . import conv_jit
+
+    return conv_jit
+
+
+def _sizes(t):
+    return tuple(int(d) for d in t)
+
+
+class ScratchPool:
+    """Reusable flat buffers of one kernel instance. ``take`` hands out a buffer of at
+    least ``n`` items (grown when too small), ``give`` returns it; list pop/append are
+    atomic, so two threads running the same plan never share one."""
+
+    def __init__(self):
+        self._free: list = []
+
+    def take(self, n, dtype):
+        buf = self._free.pop() if self._free else None
+        if buf is None or buf.size < n or buf.dtype != dtype:
+            buf = np.empty(n, dtype)
+        return buf
+
+    def give(self, buf):
+        self._free.append(buf)
+
+
+class ConvPlan:
+    """One call's geometry: output size, top/left padding, the patch width K = kh*kw*ci
+    and the batch chunks [b0, b1)."""
+
+    def __init__(self, node, x_shape, w_shape, itemsize):
+        check_conv_shapes(x_shape, w_shape)
+        self.n, self.h, self.w, self.ci = x_shape
+        self.kh, self.kw, _, self.co = w_shape
+        self.sh, self.sw = node.attrs["strides"][1:3]
+        (self.oh, self.ow), (self.pt, self.pl), _ = spatial_geometry(
+            x_shape[1:3], (self.kh, self.kw), node.attrs["strides"], node.attrs["padding"])
+        self.k = self.kh * self.kw * self.ci
+        self.pixels = self.oh * self.ow
+        self.chunks = _batch_chunks(self.n, self.pixels * self.k * itemsize)
+
+    @property
+    def pointwise(self):
+        """A 1x1 filter at stride 1 without padding: the input is already the patch matrix."""
+        return self.kh == self.kw == 1 and self.sh == self.sw == 1 and self.pt == self.pl == 0
+
+    def gather(self, xf, cols, b0, b1):
+        """im2col of images [b0, b1) of the flat input ``xf`` into ``cols``."""
+        _jit().im2col_into(xf, self.n, self.h, self.w, self.ci, cols, b0, b1, self.kh, self.kw,
+                           self.sh, self.sw, self.oh, self.ow, self.pt, self.pl)
+
+
+def _flat(a):
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def _chunked(pool, chunks, pixels, k, dtype, body):
+    """Runs ``body(cols, b0, b1)`` for every chunk [b0, b1) over the intra-op threads, each
+    with a patch buffer of ``(b1 - b0) * pixels`` rows of ``k`` taken from ``pool``."""
+    def one(c):
+        b0, b1 = chunks[c]
+        rows = (b1 - b0) * pixels
+        buf = pool.take(rows * k, dtype)
+        try:
+            body(buf[:rows * k].reshape(rows, k), b0, b1)
+        finally:
+            pool.give(buf)
+
+    run_chunks(one, len(chunks))
+
+
+def _batch_chunks(n, per_image_bytes):
+    step = max(1, CHUNK_BYTES // max(per_image_bytes, 1))
+    return [(b, min(b + step, n)) for b in range(0, n, step)]
+
+
+@register_kernel("Conv2D", "CPU", dtypes=FLOATS, label="numba im2col + BLAS sgemm")
+@tiered_kernel
+def conv2d(node):
+    pool = ScratchPool()
+
+    def compute(ctx, x, w):
+        g = ConvPlan(node, x.shape, w.shape, x.itemsize)
+        w2 = np.ascontiguousarray(w).reshape(g.k, g.co)
+        out = np.empty((g.n, g.oh, g.ow, g.co), x.dtype)
+        rows_out = out.reshape(-1, g.co)
+        if g.pointwise:
+            np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci), w2, out=rows_out)
+            return out
+        xf = _flat(x)
+
+        def body(cols, b0, b1):
+            g.gather(xf, cols, b0, b1)
+            np.matmul(cols, w2, out=rows_out[b0 * g.pixels:b1 * g.pixels])
+
+        _chunked(pool, g.chunks, g.pixels, g.k, x.dtype, body)
+        return out
+
+    return compute
+
+
+@register_kernel("Conv2DBackpropFilter", "CPU", dtypes=FLOATS, label="numba im2col + BLAS sgemm")
+@tiered_kernel
+def conv2d_backprop_filter(node):
+    pool = ScratchPool()
+
+    def compute(ctx, x, filter_sizes, dy):
+        shape = _sizes(filter_sizes)
+        g = ConvPlan(node, x.shape, shape, x.itemsize)
+        dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
+        if g.pointwise:
+            return np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci).T, dy_rows).reshape(shape)
+        xf = _flat(x)
+        # One partial sum per chunk, added at the end in chunk order: the result does not
+        # depend on which thread took which chunk.
+        parts = np.empty((len(g.chunks), g.k, g.co), dy.dtype)
+        index = {b0: c for c, (b0, _) in enumerate(g.chunks)}
+
+        def body(cols, b0, b1):
+            g.gather(xf, cols, b0, b1)
+            np.matmul(cols.T, dy_rows[b0 * g.pixels:b1 * g.pixels], out=parts[index[b0]])
+
+        _chunked(pool, g.chunks, g.pixels, g.k, x.dtype, body)
+        return parts.sum(axis=0).reshape(shape) if len(parts) > 1 else parts[0].reshape(shape)
+
+    return compute
+
+
+@register_kernel("Conv2DBackpropInput", "CPU", dtypes=FLOATS, label="numba im2col/col2im + BLAS sgemm")
+@tiered_kernel
+def conv2d_backprop_input(node):
+    pool = ScratchPool()
+
+    def compute(ctx, input_sizes, w, dy):
+        shape = _sizes(input_sizes)
+        g = ConvPlan(node, shape, w.shape, dy.itemsize)
+        if tuple(dy.shape) != (g.n, g.oh, g.ow, g.co):
+            raise ValueError(f"Conv2DBackpropInput: out_backprop shape {list(dy.shape)} does not "
+                             f"match the forward output {[g.n, g.oh, g.ow, g.co]}")
+        dx = np.empty(shape, dy.dtype)
+        if g.pointwise:
+            np.matmul(np.ascontiguousarray(dy).reshape(-1, g.co),
+                      np.ascontiguousarray(w).reshape(g.ci, g.co).T, out=dx.reshape(-1, g.ci))
+            return dx
+        # Gathering dy reads kh*kw*co values per input pixel, scattering kh*kw*ci per output
+        # pixel (and adds instead of copies): gather only when it moves fewer bytes.
+        if g.sh == g.sw == 1 and g.co <= g.ci:
+            return _backprop_input_by_gather(g, pool, w, dy, dx)
+        return _backprop_input_by_scatter(g, pool, w, dy, dx)
+
+    return compute
+
+
+def _backprop_input_by_gather(g, pool, w, dy, dx):
+    """Stride 1: dx = dy (as an oh x ow image padded by kh-1-pt, kw-1-pl) correlated with
+    the filter flipped in space and with in/out channels swapped."""
+    w_flip = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, g.ci)
+    k = g.kh * g.kw * g.co
+    pixels = g.h * g.w
+    dyf = _flat(dy)
+    rows_dx = dx.reshape(-1, g.ci)
+    pads = (g.kh - 1 - g.pt, g.kw - 1 - g.pl)
+
+    def body(cols, b0, b1):
+        _jit().im2col_into(dyf, g.n, g.oh, g.ow, g.co, cols, b0, b1, g.kh, g.kw, 1, 1,
+                           g.h, g.w, *pads)
+        np.matmul(cols, w_flip, out=rows_dx[b0 * pixels:b1 * pixels])
+
+    _chunked(pool, _batch_chunks(g.n, pixels * k * dy.itemsize), pixels, k, dy.dtype, body)
+    return dx
+
+
+def _backprop_input_by_scatter(g, pool, w, dy, dx):
+    """Patch gradients dy x filter^T, added back into dx by col2im (chunks are whole
+    images, so no two threads add into the same pixel)."""
+    w2t = np.ascontiguousarray(w).reshape(g.k, g.co).T
+    dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
+    dx.fill(0)
+    dxf = dx.reshape(-1)
+
+    def body(cols, b0, b1):
+        np.matmul(dy_rows[b0 * g.pixels:b1 * g.pixels], w2t, out=cols)
+        _jit().col2im_add(cols, dxf, g.n, g.h, g.w, g.ci, b0, b1, g.kh, g.kw, g.sh, g.sw,
+                          g.oh, g.ow, g.pt, g.pl)
+
+    _chunked(pool, g.chunks, g.pixels, g.k, dy.dtype, body)
+    return dx
+
+
+# -- max pooling -------------------------------------------------------------------------------------
+def _pool_geometry(node, x_shape):
+    kh, kw = node.attrs["ksize"][1:3]
+    (oh, ow), (pt, pl), _ = spatial_geometry(x_shape[1:3], (kh, kw), node.attrs["strides"],
+                                             node.attrs["padding"])
+    return (oh, ow), (kh, kw, *node.attrs["strides"][1:3], pt, pl)
+
+
+def _check_pool(node, op, x):
+    if x.ndim != 4:
+        raise ValueError(f"{op}: input must be 4-dimensional NHWC, got shape {list(x.shape)}")
+    ksize, strides = node.attrs["ksize"], node.attrs["strides"]
+    if ksize[0] != 1 or ksize[3] != 1 or strides[0] != 1 or strides[3] != 1:
+        raise ValueError(f"{op}: pooling over the batch or depth dimension is not supported "
+                         f"(ksize {list(ksize)}, strides {list(strides)})")
+
+
+@register_kernel("MaxPool", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
+def max_pool(node):
+    def compute(ctx, x):
+        _check_pool(node, "MaxPool", x)
+        (oh, ow), window = _pool_geometry(node, x.shape)
+        out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
+        if out.size:
+            _jit().max_pool_into(np.ascontiguousarray(x), out, 0, x.shape[0], *window)
+        return out
+
+    return compute
+
+
+@register_kernel("MaxPoolGrad", "CPU", dtypes=FLOATS, label="numba")
+@tiered_kernel
+def max_pool_grad(node):
+    def compute(ctx, x, y, dy):
+        _check_pool(node, "MaxPoolGrad", x)
+        (oh, ow), window = _pool_geometry(node, x.shape)
+        expect = (x.shape[0], oh, ow, x.shape[3])
+        if tuple(y.shape) != expect or tuple(dy.shape) != expect:
+            raise ValueError(f"MaxPoolGrad: orig_output {list(y.shape)} and grad {list(dy.shape)} "
+                             f"must have the pooled shape {list(expect)}")
+        dx = np.zeros(x.shape, dy.dtype)
+        if dy.size:
+            _jit().max_pool_grad_into(np.ascontiguousarray(x), np.ascontiguousarray(y),
+                                      np.ascontiguousarray(dy), dx, 0, x.shape[0], *window)
+        return dx
+
+    return compute

@@ -1,0 +1,126 @@
+"""The Numba loops behind dtf.kernels.cpu.conv_fast: patch gathering (im2col) into a
+caller's buffer, its adjoint (col2im), and 2-D max pooling with its gradient.
+
+Loaded like dtf.kernels.cpu.nn_jit (see .jit_loading): only once a plan needs them. Every
+loop works on a range of images [b0, b1) of the batch, so a kernel can hand chunks of one
+batch to several threads; each loop releases the GIL.
+
+Indexing is flat: in NHWC the ``kw`` taps of one filter row read ``kw * c`` consecutive
+floats of the input, and write as many consecutive floats of the patch row, so the inner
+loop is one contiguous copy (which LLVM vectorizes) whatever the strides.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_JIT = dict(cache=True, nogil=True)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tap_span(j, stride, pad, k, size):
+    """[q0, q1): the filter taps of output column j that read real input (not padding)."""
+    start = j * stride - pad
+    return max(0, -start), min(k, size - start)
+
+
+@njit(**_JIT)
+def im2col_into(xf, n, h, wd, ci, cols, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
+    """Rows (b, i, j) for images [b0, b1), columns (p, q, c): the input patch each output
+    pixel reads, padding written as zeros (``cols`` is a reused buffer). ``xf`` is the
+    flat NHWC input of shape [n, h, wd, ci]."""
+    row_len = kw * ci
+    for t in range((b1 - b0) * oh):
+        b = b0 + t // oh
+        i = t % oh
+        for j in range(ow):
+            r = t * ow + j
+            q0, q1 = _tap_span(j, sw, pl, kw, wd)
+            for p in range(kh):
+                y = i * sh + p - pt
+                base = p * row_len
+                if y < 0 or y >= h or q0 >= q1:
+                    for e in range(row_len):
+                        cols[r, base + e] = 0
+                    continue
+                for e in range(q0 * ci):
+                    cols[r, base + e] = 0
+                src = ((b * h + y) * wd + (j * sw + q0 - pl)) * ci
+                dst = base + q0 * ci
+                for e in range((q1 - q0) * ci):
+                    cols[r, dst + e] = xf[src + e]
+                for e in range(q1 * ci, row_len):
+                    cols[r, base + e] = 0
+
+
+@njit(**_JIT)
+def col2im_add(cols, dxf, n, h, wd, ci, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
+    """The adjoint of im2col_into: adds each patch entry of images [b0, b1) back to the
+    input pixel it came from, into the flat NHWC ``dxf`` (zeroed by the caller)."""
+    row_len = kw * ci
+    for t in range((b1 - b0) * oh):
+        b = b0 + t // oh
+        i = t % oh
+        for j in range(ow):
+            r = t * ow + j
+            q0, q1 = _tap_span(j, sw, pl, kw, wd)
+            if q0 >= q1:
+                continue
+            for p in range(kh):
+                y = i * sh + p - pt
+                if y < 0 or y >= h:
+                    continue
+                dst = ((b * h + y) * wd + (j * sw + q0 - pl)) * ci
+                src = p * row_len + q0 * ci
+                for e in range((q1 - q0) * ci):
+                    dxf[dst + e] += cols[r, src + e]
+
+
+@njit(**_JIT)
+def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
+    """Max over each window of images [b0, b1); padding never wins (it is not read)."""
+    n, h, wd, c = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for b in range(b0, b1):
+        for i in range(oh):
+            y0 = max(i * sh - pt, 0)
+            y1 = min(i * sh - pt + kh, h)
+            for j in range(ow):
+                x0 = max(j * sw - pl, 0)
+                x1 = min(j * sw - pl + kw, wd)
+                acc = out[b, i, j]
+                acc[:] = x[b, y0, x0]
+                for y in range(y0, y1):
+                    for xx in range(x0, x1):
+                        src = x[b, y, xx]
+                        for ch in range(c):
+                            if src[ch] > acc[ch]:
+                                acc[ch] = src[ch]
+
+
+@njit(**_JIT)
+def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
+    """Each window's gradient to its first maximum in row-major order (TF's CPU rule),
+    for images [b0, b1); ``dx`` zeroed by the caller. The forward output ``y`` holds each
+    window's maximum, so finding the winner is one comparison per tap and channel."""
+    n, h, wd, c = x.shape
+    oh, ow = dy.shape[1], dy.shape[2]
+    for b in range(b0, b1):
+        for i in range(oh):
+            y0 = max(i * sh - pt, 0)
+            y1 = min(i * sh - pt + kh, h)
+            for j in range(ow):
+                x0 = max(j * sw - pl, 0)
+                x1 = min(j * sw - pl + kw, wd)
+                best = y[b, i, j]
+                g = dy[b, i, j]
+                for ch in range(c):
+                    done = False
+                    for yy in range(y0, y1):
+                        for xx in range(x0, x1):
+                            if x[b, yy, xx, ch] == best[ch]:
+                                dx[b, yy, xx, ch] += g[ch]
+                                done = True
+                                break
+                        if done:
+                            break

@@ -117,13 +117,58 @@ class one_thread:
                 threads.set(threads.default)
 
 
+# A large product is cut into this many pieces per intra-op thread (see split_matmul).
+PIECES_PER_THREAD = 4
+
+
 def matmul(a, b):
-    """``np.matmul(a, b)`` with one BLAS thread when the product is small."""
+    """``np.matmul(a, b)`` with one BLAS thread when the product is small; a large 2-D one
+    is cut into pieces spread over the intra-op threads (``split_matmul``)."""
     work = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0  # batch * m * k * n
-    if work >= PARALLEL_MIN_WORK or work == 0:
+    if work == 0:
+        return np.matmul(a, b)
+    if work >= PARALLEL_MIN_WORK:
+        if a.ndim == 2 and b.ndim == 2 and SPLIT_LARGE:
+            return split_matmul(a, b)
         return np.matmul(a, b)
     threads = _controller()
     if threads is None or threads.default <= 1:
         return np.matmul(a, b)
     with one_thread():
         return np.matmul(a, b)
+
+
+# DTF_BLAS_SPLIT=0 leaves large products to BLAS's own threads.
+SPLIT_LARGE = os.environ.get("DTF_BLAS_SPLIT", "1") != "0"
+
+
+def split_matmul(a, b):
+    """``a @ b`` as one-thread products over row (or, for short ``a``, column) pieces of
+    the result, handed out to whichever intra-op thread is free (see .intra_op for why:
+    BLAS's own static split waits for its slowest thread, and on shared cores that one has
+    often lost its core: a 256 x 784 x 1024 MLP step took 4-5 times longer with OpenBLAS's
+    two threads than with one while other processes ran)."""
+    from .intra_op import THREADS, run_chunks
+
+    m, n = a.shape[0], b.shape[1]
+    out = np.empty((m, n), np.result_type(a, b))
+    pieces = max(1, THREADS * PIECES_PER_THREAD)
+    if THREADS <= 1:
+        with one_thread():
+            return np.matmul(a, b, out=out)
+    if m >= n or m >= 8 * pieces:
+        bounds = _bounds(m, pieces, 8)
+        run_chunks(lambda i: np.matmul(a[bounds[i]:bounds[i + 1]], b,
+                                       out=out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+    else:
+        bounds = _bounds(n, pieces, 16)
+        run_chunks(lambda i: np.matmul(a, b[:, bounds[i]:bounds[i + 1]],
+                                       out=out[:, bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+    return out
+
+
+def _bounds(size, pieces, multiple):
+    """Piece boundaries over ``size``: about ``pieces`` pieces, each a multiple of
+    ``multiple`` long (BLAS kernels work in register blocks), the last one the rest."""
+    step = max(multiple, -(-size // pieces // multiple) * multiple)
+    return list(range(0, size, step)) + [size]

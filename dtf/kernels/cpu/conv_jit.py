@@ -28,29 +28,29 @@ def _tap_span(j, stride, pad, k, size):
 def im2col_into(xf, n, h, wd, ci, cols, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
     """Rows (b, i, j) for images [b0, b1), columns (p, q, c): the input patch each output
     pixel reads, padding written as zeros (``cols`` is a reused buffer). ``xf`` is the
-    flat NHWC input of shape [n, h, wd, ci]."""
+    flat NHWC input of shape [n, h, wd, ci]; ``cols`` a C-contiguous 2-D buffer."""
     row_len = kw * ci
+    k = kh * row_len
+    cf = cols.reshape(-1)
     for t in range((b1 - b0) * oh):
         b = b0 + t // oh
         i = t % oh
         for j in range(ow):
-            r = t * ow + j
+            r0 = (t * ow + j) * k
             q0, q1 = _tap_span(j, sw, pl, kw, wd)
             for p in range(kh):
                 y = i * sh + p - pt
-                base = p * row_len
+                base = r0 + p * row_len
                 if y < 0 or y >= h or q0 >= q1:
-                    for e in range(row_len):
-                        cols[r, base + e] = 0
+                    cf[base:base + row_len] = 0
                     continue
-                for e in range(q0 * ci):
-                    cols[r, base + e] = 0
+                if q0 > 0:
+                    cf[base:base + q0 * ci] = 0
                 src = ((b * h + y) * wd + (j * sw + q0 - pl)) * ci
-                dst = base + q0 * ci
-                for e in range((q1 - q0) * ci):
-                    cols[r, dst + e] = xf[src + e]
-                for e in range(q1 * ci, row_len):
-                    cols[r, base + e] = 0
+                length = (q1 - q0) * ci
+                cf[base + q0 * ci:base + q0 * ci + length] = xf[src:src + length]
+                if q1 < kw:
+                    cf[base + q1 * ci:base + row_len] = 0
 
 
 @njit(**_JIT)
@@ -58,22 +58,24 @@ def col2im_add(cols, dxf, n, h, wd, ci, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
     """The adjoint of im2col_into: adds each patch entry of images [b0, b1) back to the
     input pixel it came from, into the flat NHWC ``dxf`` (zeroed by the caller)."""
     row_len = kw * ci
+    k = kh * row_len
+    cf = cols.reshape(-1)
     for t in range((b1 - b0) * oh):
         b = b0 + t // oh
         i = t % oh
         for j in range(ow):
-            r = t * ow + j
+            r0 = (t * ow + j) * k
             q0, q1 = _tap_span(j, sw, pl, kw, wd)
             if q0 >= q1:
                 continue
+            length = (q1 - q0) * ci
             for p in range(kh):
                 y = i * sh + p - pt
                 if y < 0 or y >= h:
                     continue
                 dst = ((b * h + y) * wd + (j * sw + q0 - pl)) * ci
-                src = p * row_len + q0 * ci
-                for e in range((q1 - q0) * ci):
-                    dxf[dst + e] += cols[r, src + e]
+                src = r0 + p * row_len + q0 * ci
+                dxf[dst:dst + length] += cf[src:src + length]
 
 
 @njit(**_JIT)
@@ -102,9 +104,11 @@ def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
 def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
     """Each window's gradient to its first maximum in row-major order (TF's CPU rule),
     for images [b0, b1); ``dx`` zeroed by the caller. The forward output ``y`` holds each
-    window's maximum, so finding the winner is one comparison per tap and channel."""
+    window's maximum, so the winner is the first tap equal to it; channels are the inner
+    loop (contiguous in NHWC), each with a flag for "already found"."""
     n, h, wd, c = x.shape
     oh, ow = dy.shape[1], dy.shape[2]
+    found = np.empty(c, np.bool_)
     for b in range(b0, b1):
         for i in range(oh):
             y0 = max(i * sh - pt, 0)
@@ -114,13 +118,12 @@ def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
                 x1 = min(j * sw - pl + kw, wd)
                 best = y[b, i, j]
                 g = dy[b, i, j]
-                for ch in range(c):
-                    done = False
-                    for yy in range(y0, y1):
-                        for xx in range(x0, x1):
-                            if x[b, yy, xx, ch] == best[ch]:
-                                dx[b, yy, xx, ch] += g[ch]
-                                done = True
-                                break
-                        if done:
-                            break
+                found[:] = False
+                for yy in range(y0, y1):
+                    for xx in range(x0, x1):
+                        src = x[b, yy, xx]
+                        dst = dx[b, yy, xx]
+                        for ch in range(c):
+                            if not found[ch] and src[ch] == best[ch]:
+                                dst[ch] += g[ch]
+                                found[ch] = True

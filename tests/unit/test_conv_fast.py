@@ -1,0 +1,188 @@
+"""The chunked CPU kernels of Conv2D, its backprops and max pooling (dtf.kernels.cpu.conv_fast),
+the intra-op pool they run on, and the split large matmul, against the numpy reference:
+odd sizes, strides 1 and 2, SAME and VALID, dilated filters, batch 1, 1x1 filters, the
+gather and the scatter path of the input gradient, and batches cut into many chunks."""
+import threading
+
+import numpy as np
+import pytest
+
+import dtf as tf
+from dtf.framework.graph_def import NodeDef
+from dtf.kernels import registry
+from dtf.kernels.cpu import blas, conv_fast, intra_op
+from dtf.kernels.reference import REFERENCE
+
+RNG = np.random.default_rng(29)
+
+
+def kernel(op, attrs):
+    node = NodeDef(f"test_{op}", op, [], [], "", dict(attrs), [attrs["T"]])
+    kdef = registry.lookup(op, "CPU", node.dtype_key)
+    assert kdef.label.startswith("numba"), f"{op} is served by {kdef.label}"
+    return kdef.factory(node)
+
+
+def conv_attrs(dtype, strides, padding):
+    return {"T": tf.as_dtype(dtype), "strides": [1, *strides, 1], "padding": padding,
+            "data_format": "NHWC", "dilations": [1, 1, 1, 1], "use_cudnn_on_gpu": True,
+            "explicit_paddings": []}
+
+
+def close(got, want, dtype):
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max())))
+
+
+def dilate(w, rate):
+    """The zero-filled filter the op layer builds for a dilated convolution."""
+    if rate == 1:
+        return w
+    kh, kw, ci, co = w.shape
+    out = np.zeros(((kh - 1) * rate + 1, (kw - 1) * rate + 1, ci, co), w.dtype)
+    out[::rate, ::rate] = w
+    return out
+
+
+CASES = [  # x shape, filter shape, strides, padding, dilation
+    ((2, 7, 9, 3), (3, 3, 3, 4), (1, 1), "SAME", 1),
+    ((2, 7, 9, 3), (3, 3, 3, 4), (2, 2), "SAME", 1),
+    ((3, 11, 6, 5), (5, 2, 5, 3), (2, 1), "VALID", 1),
+    ((1, 13, 13, 1), (5, 5, 1, 7), (1, 1), "SAME", 1),     # batch 1, one input channel
+    ((1, 9, 8, 6), (3, 3, 6, 2), (1, 1), "VALID", 1),      # co < ci: gather path
+    ((2, 10, 10, 4), (3, 3, 4, 4), (1, 1), "SAME", 2),     # dilated 2
+    ((2, 12, 11, 2), (2, 3, 2, 3), (1, 1), "VALID", 3),    # dilated 3
+    ((3, 5, 7, 8), (1, 1, 8, 6), (1, 1), "SAME", 1),       # 1x1: no patches at all
+    ((2, 9, 9, 3), (1, 1, 3, 5), (2, 2), "VALID", 1),      # 1x1 strided: patches
+    ((2, 4, 4, 3), (5, 5, 3, 2), (2, 2), "SAME", 1),       # filter larger than the image
+]
+
+
+@pytest.fixture(params=[1 << 21, 1], ids=["chunks", "one-image-chunks"])
+def chunk_bytes(request, monkeypatch):
+    """Default chunks, and one image per chunk (many chunks over the pool's threads)."""
+    monkeypatch.setattr(conv_fast, "CHUNK_BYTES", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape,w_shape,strides,padding,rate", CASES)
+def test_conv2d_and_backprops_match_reference(x_shape, w_shape, strides, padding, rate, dtype,
+                                              chunk_bytes):
+    attrs = conv_attrs(dtype, strides, padding)
+    x = RNG.normal(size=x_shape).astype(dtype)
+    w = dilate(RNG.normal(size=w_shape).astype(dtype), rate)
+    want = REFERENCE["Conv2D"](attrs, x, w)
+    close(kernel("Conv2D", attrs)(None, x, w), want, dtype)
+    dy = RNG.normal(size=want.shape).astype(dtype)
+    in_sizes, w_sizes = np.array(x.shape, np.int32), np.array(w.shape, np.int32)
+    close(kernel("Conv2DBackpropInput", attrs)(None, in_sizes, w, dy),
+          REFERENCE["Conv2DBackpropInput"](attrs, in_sizes, w, dy), dtype)
+    close(kernel("Conv2DBackpropFilter", attrs)(None, x, w_sizes, dy),
+          REFERENCE["Conv2DBackpropFilter"](attrs, x, w_sizes, dy), dtype)
+
+
+def test_scratch_buffers_are_reused_and_results_are_not():
+    attrs = conv_attrs(np.float32, (1, 1), "SAME")
+    conv = kernel("Conv2D", attrs)
+    x = RNG.normal(size=(4, 8, 8, 3)).astype(np.float32)
+    w = RNG.normal(size=(3, 3, 3, 5)).astype(np.float32)
+    first = conv(None, x, w)
+    kept = first.copy()
+    second = conv(None, x * 2, w)
+    assert second is not first
+    np.testing.assert_array_equal(first, kept)  # the next call did not write into it
+    np.testing.assert_allclose(second, 2 * kept, rtol=1e-5, atol=1e-5)
+
+
+def test_non_contiguous_inputs():
+    attrs = conv_attrs(np.float64, (2, 2), "SAME")
+    x = RNG.normal(size=(2, 9, 9, 6))[..., ::2]
+    w = RNG.normal(size=(3, 3, 6, 4))[:, :, ::2]
+    close(kernel("Conv2D", attrs)(None, x, w), REFERENCE["Conv2D"](attrs, x, w), np.float64)
+
+
+def test_conv_rejects_mismatched_depth_and_gradient_shape():
+    attrs = conv_attrs(np.float32, (1, 1), "SAME")
+    x = np.zeros((1, 5, 5, 3), np.float32)
+    with pytest.raises(ValueError, match="input depth must match filter depth"):
+        kernel("Conv2D", attrs)(None, x, np.zeros((3, 3, 4, 2), np.float32))
+    with pytest.raises(ValueError, match="out_backprop shape"):
+        kernel("Conv2DBackpropInput", attrs)(None, np.array([1, 5, 5, 3]),
+                                             np.zeros((3, 3, 3, 2), np.float32),
+                                             np.zeros((1, 4, 5, 2), np.float32))
+
+
+POOLS = [((2, 7, 9, 3), (2, 2), (2, 2), "SAME"), ((1, 8, 8, 5), (3, 3), (2, 2), "VALID"),
+         ((3, 5, 6, 2), (3, 2), (1, 2), "SAME"), ((2, 28, 28, 32), (2, 2), (2, 2), "SAME")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,ksize,strides,padding", POOLS)
+def test_max_pool_and_gradient_match_reference(shape, ksize, strides, padding, dtype):
+    attrs = {"T": tf.as_dtype(dtype), "ksize": [1, *ksize, 1], "strides": [1, *strides, 1],
+             "padding": padding, "data_format": "NHWC"}
+    # Few distinct values, so windows hold ties: the first maximum must win.
+    x = RNG.integers(0, 4, size=shape).astype(dtype)
+    y = kernel("MaxPool", attrs)(None, x)
+    np.testing.assert_array_equal(y, REFERENCE["MaxPool"](attrs, x))
+    dy = RNG.normal(size=y.shape).astype(dtype)
+    # Overlapping windows add into one input in another order than the reference.
+    close(kernel("MaxPoolGrad", attrs)(None, x, y, dy), REFERENCE["MaxPoolGrad"](attrs, x, y, dy),
+          dtype)
+
+
+def test_intra_op_pool_runs_every_chunk_once_and_raises_the_first_error():
+    pool = intra_op.IntraOpPool(2)
+    seen = []
+    lock = threading.Lock()
+
+    def record(i):
+        with lock:
+            seen.append(i)
+
+    pool.run(record, 37)
+    assert sorted(seen) == list(range(37))
+
+    def fail(i):
+        if i == 5:
+            raise ValueError("chunk 5 failed")
+
+    with pytest.raises(ValueError, match="chunk 5 failed"):
+        pool.run(fail, 9)
+    pool.run(record, 0)  # nothing to do returns at once
+
+
+@pytest.mark.parametrize("m,k,n", [(256, 784, 1024), (64, 3136, 1024), (1024, 256, 10),
+                                   (3, 4096, 777), (1000, 333, 1)])
+def test_split_matmul_matches_numpy(m, k, n):
+    a = RNG.normal(size=(m, k)).astype(np.float32)
+    b = RNG.normal(size=(k, n)).astype(np.float32)
+    got = blas.split_matmul(a, b)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)
+    bt = np.asfortranarray(b)  # a transposed operand, as MatMul's transpose_b passes it
+    np.testing.assert_allclose(blas.split_matmul(a, bt), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_one_thread_sections_nest_across_threads():
+    ctl = blas._controller()
+    if ctl is None or ctl.default <= 1:
+        pytest.skip("no multi-threaded OpenBLAS to limit")
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def other():
+        with blas.one_thread():
+            inside.set()
+            leave.wait(5)
+
+    t = threading.Thread(target=other)
+    t.start()
+    inside.wait(5)
+    with blas.one_thread():
+        pass
+    assert blas._single_sections == 1  # the other thread's section still holds
+    leave.set()
+    t.join()
+    assert blas._single_sections == 0

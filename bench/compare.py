@@ -18,7 +18,9 @@ import sys
 
 from bench.metrics import BY_ID
 from bench.probe_client import ProbeClient
-from bench.run import IN_PROCESS
+from bench.run import IN_PROCESS as _SINGLE, MODELS
+
+IN_PROCESS = _SINGLE + MODELS  # every in-process workload, model steps included
 
 
 def compare(other, workloads, rounds, quick=True):

@@ -7,7 +7,8 @@
   descent, batch 256, fed.
 - M3: a small ResNet-style stack on 32x32x3, batch 64: a 3x3x16 stem, three residual blocks
   of (3x3 conv, batch norm, relu, 3x3 conv, batch norm, add, relu), global average pool,
-  dense 16->10, Momentum(0.9); the batch norms' moving averages update every step.
+  dense 16->10, Momentum(0.9); batch norm is tf.nn.fused_batch_norm in training mode
+  (batch statistics, no moving averages).
 
 Each ``setup_*(tf, env)`` builds the model once (warm-up steps included) and returns
 ``measure(quick) -> {metric id: value}``: the median ms per ``sess.run(train_op, feed)``
@@ -116,7 +117,11 @@ def build_resnet(tf, blocks=RESNET_BLOCKS, width=RESNET_WIDTH, seed=0):
     def conv_bn(h, c_in, name):
         w = _weight(tf, rng, [3, 3, c_in, width], f"{name}/w")
         h = tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding="SAME")
-        return tf.layers.batch_normalization(h, training=True, name=f"{name}/bn")
+        # tf.nn.fused_batch_norm rather than tf.layers: TensorFlow 2.21's compat.v1 layers
+        # need Keras 2. Batch statistics, as in training; no moving averages.
+        scale = tf.Variable(np.ones([width], np.float32), name=f"{name}/gamma")
+        offset = tf.Variable(np.zeros([width], np.float32), name=f"{name}/beta")
+        return tf.nn.fused_batch_norm(h, scale, offset, is_training=True)[0]
 
     h = tf.nn.relu(conv_bn(x, 3, "stem"))
     for b in range(blocks):
@@ -125,8 +130,7 @@ def build_resnet(tf, blocks=RESNET_BLOCKS, width=RESNET_WIDTH, seed=0):
     h = tf.reduce_mean(h, axis=[1, 2])
     logits = tf.matmul(h, _weight(tf, rng, [width, 10], "fc/w")) + _bias(tf, 10, "fc/b", 0.0)
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
-    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-        train_op = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
+    train_op = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
     return x, labels, loss, train_op
 
 

@@ -14,6 +14,7 @@ from . import state  # noqa: F401
 from . import random  # noqa: F401
 from . import nn  # noqa: F401
 from . import conv_fast  # noqa: F401
+from . import adam_fast  # noqa: F401
 from . import summary  # noqa: F401
 from . import data_flow  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

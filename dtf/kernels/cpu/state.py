@@ -254,7 +254,9 @@ def _apply_factory(update):
 
 
 for _op, _fn in UPDATES.items():
-    if _op != "ApplyGradientDescent":  # its own kernel, below
+    if _op == "ApplyAdam":  # float32/64: .adam_fast; other dtypes here
+        register_kernel(_op, "CPU", fallback=True)(_apply_factory(_fn))
+    elif _op != "ApplyGradientDescent":  # its own kernel, below
         register_kernel(_op, "CPU")(_apply_factory(_fn))
 
 

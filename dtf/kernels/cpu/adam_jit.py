@@ -4,20 +4,30 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# error_model="numpy": a division by zero gives inf as in numpy, and the loop has no
+# zero check per element, so LLVM vectorizes it (3.2M floats: 17 ms -> see adam_fast).
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-@njit(cache=True, nogil=True)
+
+@njit(**_JIT)
 def adam_into(var, m, v, grad, lr_t, one_minus_beta1, one_minus_beta2, epsilon, nesterov,
               new_var, new_m, new_v):
     """One pass of Adam over flat arrays, in the arithmetic (and order) of the numpy
     update in .state: m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2), var -= step."""
-    for i in range(var.shape[0]):
-        g = grad[i]
-        mi = m[i] + (g - m[i]) * one_minus_beta1
-        vi = v[i] + (g * g - v[i]) * one_minus_beta2
-        if nesterov:
-            num = (g * one_minus_beta1 + (1 - one_minus_beta1) * mi) * lr_t
-        else:
-            num = mi * lr_t
-        new_var[i] = var[i] - num / (np.sqrt(vi) + epsilon)
-        new_m[i] = mi
-        new_v[i] = vi
+    if nesterov:
+        beta1 = 1 - one_minus_beta1
+        for i in range(var.shape[0]):
+            g = grad[i]
+            mi = m[i] + (g - m[i]) * one_minus_beta1
+            vi = v[i] + (g * g - v[i]) * one_minus_beta2
+            new_var[i] = var[i] - (g * one_minus_beta1 + beta1 * mi) * lr_t / (np.sqrt(vi) + epsilon)
+            new_m[i] = mi
+            new_v[i] = vi
+    else:
+        for i in range(var.shape[0]):
+            g = grad[i]
+            mi = m[i] + (g - m[i]) * one_minus_beta1
+            vi = v[i] + (g * g - v[i]) * one_minus_beta2
+            new_var[i] = var[i] - mi * lr_t / (np.sqrt(vi) + epsilon)
+            new_m[i] = mi
+            new_v[i] = vi

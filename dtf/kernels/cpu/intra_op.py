@@ -74,10 +74,12 @@ class IntraOpPool:
         self.size = size
         self._tasks = queue.SimpleQueue()
         self._started = False
+        self._active = 0  # jobs running now
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
 
     def _start(self):
-        with self._lock:
+        with self._start_lock:
             if not self._started:
                 for k in range(self.size):
                     threading.Thread(target=self._serve, daemon=True,
@@ -94,14 +96,24 @@ class IntraOpPool:
         if n <= 0:
             return
         job = _Job(fn, n)
-        with one_thread():
-            if n > 1 and self.size > 0:
-                if not self._started:
-                    self._start()
-                for _ in range(min(self.size, n - 1)):
-                    self._tasks.put(job)
-            job.work()
-            job.wait()
+        with self._lock:
+            # Another kernel's chunks are running (an inter-op thread's): its helpers are
+            # busy, so this one's run on its caller alone and the threads at work stay
+            # within the cores.
+            helped = n > 1 and self.size > 0 and self._active == 0
+            self._active += 1
+        try:
+            with one_thread():
+                if helped:
+                    if not self._started:
+                        self._start()
+                    for _ in range(min(self.size, n - 1)):
+                        self._tasks.put(job)
+                job.work()
+                job.wait()
+        finally:
+            with self._lock:
+                self._active -= 1
 
 
 POOL = IntraOpPool(THREADS - 1)

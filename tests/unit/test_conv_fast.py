@@ -186,3 +186,22 @@ def test_one_thread_sections_nest_across_threads():
     leave.set()
     t.join()
     assert blas._single_sections == 0
+
+
+def test_concurrent_jobs_both_finish():
+    """A job started while another runs goes on its caller alone; both complete."""
+    pool = intra_op.IntraOpPool(1)
+    release = threading.Event()
+    done = {"a": [], "b": []}
+
+    def slow(i):
+        release.wait(5)
+        done["a"].append(i)
+
+    t = threading.Thread(target=pool.run, args=(slow, 4))
+    t.start()
+    pool.run(lambda i: done["b"].append(i), 6)  # while "a" still blocks
+    assert sorted(done["b"]) == list(range(6))
+    release.set()
+    t.join(5)
+    assert sorted(done["a"]) == list(range(4))

@@ -133,10 +133,18 @@ def matmul(a, b):
             return split_matmul(a, b)
         return np.matmul(a, b)
     threads = _controller()
-    if threads is None or threads.default <= 1:
+    if threads is None or threads.default <= 1 or _single_sections:
+        return np.matmul(a, b)  # (inside a one_thread section the count is already 1)
+    # Not a counted section: this runs several times per step of a small model, where the
+    # section's bookkeeping measured a few percent. A section that starts on another
+    # thread between the check below and the restore loses its limit until its next
+    # product (a slower product, never a wrong one).
+    threads.set(1)
+    try:
         return np.matmul(a, b)
-    with one_thread():
-        return np.matmul(a, b)
+    finally:
+        if not _single_sections:
+            threads.set(threads.default)
 
 
 # DTF_BLAS_SPLIT=0 leaves large products to BLAS's own threads.

@@ -53,7 +53,7 @@ TAIL_MIN_ELEMENTS = int(os.environ.get("DTF_FUSION_TAIL_MIN_ELEMENTS", 1 << 12))
 _DTYPES = ("float32", "float64")
 # Ops that always return a fresh array (BLAS's output) which an elementwise tail may then
 # overwrite in place: the tail costs one pass over it and no allocation.
-HEADS = ("MatMul", "BatchMatMulV2")
+HEADS = ("MatMul", "BatchMatMulV2", "Conv2D")
 # Templates that hold only under some attributes: BiasAdd is an Add of a row (see
 # fused.source) only when its channel axis is the last one.
 _ATTR_RULES = {"BiasAdd": lambda attrs: attrs.get("data_format", "NHWC") != "NCHW"}

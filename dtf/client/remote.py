@@ -14,6 +14,7 @@ import time
 
 from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
+from dtf.runtime import master as _master
 from dtf.runtime import service as _service
 from dtf.wire import transport
 from .config import DeviceStepStats, NodeExecStats, RunOptions
@@ -173,9 +174,25 @@ class RemoteBackend:
             self._session = reply["session"]
             self._sent = count
         elif n_ops > self._sent:
-            nodes, count = self._nodes_since(self._sent)
-            self._channel.call({"type": "ExtendSession", "session": self._session, "nodes": nodes})
-            self._sent += count
+            start = self._sent
+            nodes, count = self._nodes_since(start)
+            self._session_call({"type": "ExtendSession", "session": self._session, "nodes": nodes})
+            self._sent = start + count  # also when the call opened a new session
+
+    def _session_call(self, msg, timeout_s=None):
+        """Calls the master about this session; one the master closed for being idle is
+        opened afresh (it holds only the graph) and the call repeated once."""
+        try:
+            return self._channel.call(msg, timeout_s)
+        except errors.AbortedError as e:
+            if not _master.session_expired(e, self._session):
+                raise
+        log.info("session %s expired on the master; opening a new one", self._session)
+        self._session = None
+        self._ensure_session()
+        if msg["type"] == "ExtendSession":  # the new session already has the whole graph
+            return {}
+        return self._channel.call(dict(msg, session=self._session), timeout_s)
 
     def run(self, fetches, feeds, targets, feed_values, options, run_metadata):
         self._ensure_session()
@@ -186,7 +203,7 @@ class RemoteBackend:
         msg = {"type": "RunStep", "session": self._session, "fetches": list(fetches),
                "feeds": dict(zip(feeds, feed_values)), "targets": list(targets),
                "timeout_ms": timeout_ms, "trace": trace}
-        reply = self._channel.call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
+        reply = self._session_call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
         if trace:
             for dev in reply.get("stats", []):
                 run_metadata.step_stats.dev_stats.append(DeviceStepStats(device=dev["device"], node_stats=[

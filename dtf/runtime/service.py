@@ -91,6 +91,27 @@ class Peers:
         rid = self._send(task, address, msg)
         return self._receive(task, address, rid, timeout_s)
 
+    def notify(self, task, msg):
+        """Best effort, not waited for: ``msg`` to ``task``, whose answer or failure does
+        not matter (e.g. dropping a graph that a restarted task no longer holds)."""
+        svc = self._service(task)
+        if svc is not None:
+            try:
+                svc.dispatch(msg)
+            except errors.OpError:
+                pass
+            return
+        try:
+            self._pool.submit(self._quiet_call, task, msg)
+        except RuntimeError:  # the pool has shut down: this task is stopping
+            pass
+
+    def _quiet_call(self, task, msg):
+        try:
+            self.call(task, msg, timeout_s=transport.PING_TIMEOUT_S)
+        except errors.OpError:
+            pass
+
     def _send(self, task, address, msg):
         try:
             return self._client.send(address, msg)
@@ -395,6 +416,7 @@ class TaskService:
         with _IN_PROCESS_LOCK:
             _IN_PROCESS[normalize_address(self.address)] = self
         self._loop.start()
+        self.master.start_reaper()
 
     def dispatch(self, msg):
         """Handles a message from this process (no encoding); raises OpErrors."""
@@ -416,6 +438,7 @@ class TaskService:
         with _IN_PROCESS_LOCK:
             if _IN_PROCESS.get(normalize_address(self.address)) is self:
                 del _IN_PROCESS[normalize_address(self.address)]
+        self.master.stop_reaper()
         if self._loop is not None:
             self._loop.stop()
         self.peers.close()

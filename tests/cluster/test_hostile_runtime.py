@@ -1,0 +1,123 @@
+"""Hostile and careless use of a running cluster: what a task must survive and release.
+
+Real task processes on 127.0.0.1, stopped by PID (conftest); every wait is bounded.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import dtf as tf
+from dtf.wire import transport
+from tests.cluster.conftest import REPO
+
+pytestmark = pytest.mark.cluster
+
+IDLE_TIMEOUT_S = 2.0
+
+
+def _rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024.0
+
+
+def _graphs(client, address):
+    return client.call(address, {"type": "Status"}, 10)["graphs"]
+
+
+def _wait_for(predicate, limit_s):
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def _cross_task_session(target):
+    """A session whose graph has a partition on every task: ps, worker 1, worker 0."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    with tf.device("/job:worker/task:1"):
+        a = v * 2.0
+    with tf.device("/job:worker/task:0"):
+        out = a + 1.0
+    return v, out
+
+
+@pytest.fixture
+def churn_cluster(make_cluster, monkeypatch):
+    monkeypatch.setenv("DTF_SESSION_IDLE_TIMEOUT_S", str(IDLE_TIMEOUT_S))
+    cl = make_cluster(ps=1, worker=2).start_all()
+    client = transport.Client()
+    yield cl, client
+    client.close()
+
+
+def test_closed_sessions_release_their_graphs_and_memory(churn_cluster):
+    cl, client = churn_cluster
+    addresses = [a for job in ("ps", "worker") for a in cl.jobs[job]]
+    pids = [cl.tasks[k].pid for k in (("ps", 0), ("worker", 0), ("worker", 1))]
+
+    def churn(n):
+        for _ in range(n):
+            with tf.Graph().as_default():
+                v, out = _cross_task_session(None)
+                with tf.Session(cl.target("worker", 0)) as sess:
+                    sess.run(v.initializer)
+                    assert sess.run(out) == 3.0
+
+    churn(20)  # warm-up: kernels loaded, handler threads started
+    assert _wait_for(lambda: all(_graphs(client, a) == 0 for a in addresses), 5), \
+        [_graphs(client, a) for a in addresses]
+    rss0 = [_rss_mib(p) for p in pids]
+    churn(100)
+    assert _wait_for(lambda: all(_graphs(client, a) == 0 for a in addresses), 5), \
+        [_graphs(client, a) for a in addresses]
+    growth = [_rss_mib(p) - r for p, r in zip(pids, rss0)]
+    assert max(growth) < 16.0, growth
+
+
+def test_a_dead_clients_session_is_released_after_the_idle_timeout(churn_cluster):
+    cl, client = churn_cluster
+    script = textwrap.dedent(f"""
+        import sys, time
+        import dtf as tf
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(1.0, name="v")
+        with tf.device("/job:worker/task:1"):
+            out = v * 2.0
+        sess = tf.Session({cl.target("worker", 0)!r})
+        sess.run(v.initializer)
+        print(sess.run(out), flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "2.0"
+        assert _graphs(client, cl.jobs["worker"][1]) == 1
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    # Closed by the master IDLE_TIMEOUT_S after its last use (checked every quarter of it).
+    assert _wait_for(lambda: all(_graphs(client, a) == 0 for j in ("ps", "worker") for a in cl.jobs[j]),
+                     IDLE_TIMEOUT_S + 8), [_graphs(client, a) for a in cl.jobs["worker"]]
+
+
+def test_a_session_idle_past_the_timeout_goes_on_in_a_new_one(churn_cluster):
+    cl, client = churn_cluster
+    with tf.Graph().as_default():
+        v, out = _cross_task_session(None)
+        with tf.Session(cl.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+            assert sess.run(out) == 3.0
+            assert _wait_for(lambda: _graphs(client, cl.jobs["worker"][1]) == 0, IDLE_TIMEOUT_S + 8)
+            assert sess.run(out) == 3.0  # variables live on the ps: the new session sees them
+            bigger = out * 10.0  # and the graph grows as usual
+            assert sess.run(bigger) == 30.0

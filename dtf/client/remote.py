@@ -15,6 +15,7 @@ import time
 from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime import master as _master
+from dtf.runtime.liveness import SilentPeer
 from dtf.runtime import service as _service
 from dtf.wire import transport
 from .config import DeviceStepStats, NodeExecStats, RunOptions
@@ -123,13 +124,19 @@ class _MasterChannel:
 
     def _liveness(self):
         state = {"last": 0.0}
+        silence = SilentPeer()  # a hung master is waited for, a dead one is not
 
         def on_wait(elapsed):
             if elapsed - state["last"] < transport.PING_EVERY_S:
                 return
             state["last"] = elapsed
             try:
-                self._client.check_alive(self.address, self._incarnation, "The master")
+                try:
+                    self._client.check_alive(self.address, self._incarnation, "The master")
+                except errors.UnavailableError as e:
+                    silence.judge(self.address, e)
+                else:
+                    silence.answered()
             except errors.OpError:
                 self._connected = False
                 raise

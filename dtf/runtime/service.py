@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from dtf.framework import errors
 from dtf.runtime.executor import ignore_float_errors_on_this_thread
+from dtf.runtime.liveness import SilentPeer
 from dtf.runtime.master import Master
 from dtf.runtime.worker import Worker
 from dtf.wire import security as security_mod
@@ -124,6 +125,7 @@ class Peers:
 
     def _receive(self, task, address, rid, timeout_s, incarnation=None, on_interim=None):
         state = {"last_ping": 0.0, "last_log": 0.0}
+        silence = SilentPeer()
 
         def on_wait(elapsed):
             if elapsed - state["last_log"] >= LOG_WAIT_EVERY_S:
@@ -131,7 +133,7 @@ class Peers:
                 log.info("waiting for %s at %s (%.0f s)", task, address, elapsed)
             if elapsed - state["last_ping"] >= transport.PING_EVERY_S:
                 state["last_ping"] = elapsed
-                self._client.check_alive(address, incarnation, f"Task {task}")
+                self._check_alive(task, address, incarnation, silence)
 
         try:
             reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait, on_interim=on_interim)
@@ -139,6 +141,16 @@ class Peers:
             raise errors.DeadlineExceededError(
                 None, None, f"Timed out after {timeout_s:.1f} s waiting for {task} at {address}") from None
         return transport.raise_for_error(reply)
+
+    def _check_alive(self, task, address, incarnation, silence):
+        """A ping of ``task``; silence raises only when the task is dead, not hung (see
+        dtf.runtime.liveness); another incarnation always raises."""
+        try:
+            self._client.check_alive(address, incarnation, f"Task {task}")
+        except errors.UnavailableError as e:
+            silence.judge(address, e)
+        else:
+            silence.answered()
 
     def call_all(self, calls, timeout_ms, step_id):
         """Runs one message per task concurrently: remote ones are sent first, this task's
@@ -206,6 +218,7 @@ class Peers:
         """An idle callback: collects remote replies that arrived and raises the first error
         (or an UnavailableError when a peer stops answering pings)."""
         state = {"last_ping": time.monotonic()}
+        silences = {i: SilentPeer() for i, *_ in remote}
 
         def on_idle():
             for i, task, address, rid, _ in remote:
@@ -220,7 +233,7 @@ class Peers:
                 state["last_ping"] = now
                 for i, task, address, rid, incarnation in remote:
                     if i not in early:
-                        self._client.check_alive(address, incarnation, f"Task {task}")
+                        self._check_alive(task, address, incarnation, silences[i])
 
         return on_idle
 

@@ -121,3 +121,29 @@ def test_a_session_idle_past_the_timeout_goes_on_in_a_new_one(churn_cluster):
             assert sess.run(out) == 3.0  # variables live on the ps: the new session sees them
             bigger = out * 10.0  # and the graph grows as usual
             assert sess.run(bigger) == 30.0
+
+
+# Stopped longer than a ping's PING_EVERY_S + PING_TIMEOUT_S: the old code took the ps for
+# dead by then and restored the last checkpoint, discarding the ps's newer values.
+HANG_S = transport.PING_EVERY_S + transport.PING_TIMEOUT_S + 2.0
+
+
+def test_a_hung_ps_that_answers_again_does_not_send_training_back(make_cluster, tmp_path):
+    from tests.cluster.test_training import _example, _finish, _trainer_args, _wait_for_checkpoint, \
+        _worker_config
+
+    cl = make_cluster(ps=1, worker=1).start_all()
+    ckpt = tmp_path / "ckpt"
+    worker = _example("between_graph_async.py", *_trainer_args(ckpt, 300, 20, "--step_delay=0.01"),
+                      tf_config=_worker_config(cl, 0))
+    _wait_for_checkpoint(ckpt, 40, worker)
+    ps_pid = cl.tasks[("ps", 0)].pid
+    os.kill(ps_pid, signal.SIGSTOP)
+    try:
+        time.sleep(HANG_S)
+    finally:
+        os.kill(ps_pid, signal.SIGCONT)
+    code, out = _finish(worker, timeout=60)
+    assert code == 0, out
+    assert "Restoring parameters" not in out and "preemption" not in out, out
+    assert "final global step 300" in out, out

@@ -14,6 +14,7 @@ import time
 import pytest
 
 import dtf as tf
+from dtf.train.server import free_port
 from dtf.wire import transport
 from tests.cluster.conftest import REPO
 
@@ -147,3 +148,70 @@ def test_a_hung_ps_that_answers_again_does_not_send_training_back(make_cluster, 
     assert code == 0, out
     assert "Restoring parameters" not in out and "preemption" not in out, out
     assert "final global step 300" in out, out
+
+
+PROGRESS_JOB = textwrap.dedent("""\
+    import os, sys, time
+    from dtf import progress
+    print("endpoint", os.environ["DTF_PROGRESS"], flush=True)
+    go = sys.argv[1]
+    deadline = time.monotonic() + 20
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # This run's own reports, with fields of the wrong type: dropped field by field.
+    progress.report("step", global_step=3, last_step="many", local_step=[1], time="soon")
+    progress.report("checkpoint", path={"a": 1}, global_step=float("nan"), time=None)
+    time.sleep(0.3)
+    progress.report("step", global_step=7, last_step=7)
+    time.sleep(0.5)
+    print("job done", flush=True)
+    """)
+
+
+def test_dtf_run_takes_progress_only_from_its_replicas_and_survives_bad_reports(tmp_path):
+    import zmq
+
+    from tests.cluster.test_cli import _kill, _recorded_pids, dtf
+
+    ports = [free_port() for _ in range(2)]
+    (tmp_path / "cluster.toml").write_text(f'[jobs]\nps = ["127.0.0.1:{ports[0]}"]\n'
+                                           f'worker = ["127.0.0.1:{ports[1]}"]\n')
+    (tmp_path / "job.py").write_text(PROGRESS_JOB)
+    go = tmp_path / "go"
+    run = subprocess.Popen([sys.executable, "-m", "dtf", "run", "job.py", str(go)], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ctx = zmq.Context()
+    try:
+        endpoint = None
+        deadline = time.monotonic() + 40
+        while endpoint is None and time.monotonic() < deadline:
+            line = run.stdout.readline()
+            if not line:
+                break
+            if "endpoint " in line:
+                endpoint = line.split("endpoint ", 1)[1].strip()
+        assert endpoint, "the replica never started"
+        forger = ctx.socket(zmq.PUSH)
+        forger.setsockopt(zmq.LINGER, 1000)
+        forger.connect(endpoint)  # another local process, without this run's token
+        forger.send(b'{"kind": "checkpoint", "task": "evil", "path": "/forged", "time": "x"}')
+        forger.send(b'{"kind": "step", "global_step": 999999, "token": "guess"}')
+        forger.send(b"\xff not json")
+        forger.send(b"[" * 100000)
+        forger.close()
+        time.sleep(0.5)
+        go.write_text("")
+        out, _ = run.communicate(timeout=40)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+        ctx.term()
+        pids = _recorded_pids(tmp_path)
+        dtf("down", "--grace", "3", cwd=tmp_path, timeout=30)
+        for pid in pids:
+            _kill(pid)
+    assert run.returncode == 0, out
+    assert "job done" in out and "1 replica(s) of job.py finished" in out, out
+    assert "/forged" not in out and "999999" not in out and "evil" not in out, out
+    assert "[progress] global step 7 / 7" in out, out

@@ -215,3 +215,20 @@ def test_dtf_run_takes_progress_only_from_its_replicas_and_survives_bad_reports(
     assert "job done" in out and "1 replica(s) of job.py finished" in out, out
     assert "/forged" not in out and "999999" not in out and "evil" not in out, out
     assert "[progress] global step 7 / 7" in out, out
+
+
+def test_a_ps_that_never_comes_back_is_the_last_thing_printed(make_cluster, tmp_path):
+    from tests.cluster.test_training import PS_TASK, _example, _finish, _trainer_args, \
+        _wait_for_checkpoint, _worker_config
+
+    cl = make_cluster(ps=1, worker=1).start_all()
+    ckpt = tmp_path / "ckpt"
+    worker = _example("between_graph_async.py", *_trainer_args(ckpt, 100000, 20, "--step_delay=0.01"),
+                      tf_config=_worker_config(cl, 0), env={"DTF_RECOVERY_TIMEOUT_S": "2"})
+    _wait_for_checkpoint(ckpt, 20, worker)
+    cl.tasks[("ps", 0)].kill()
+    code, out = _finish(worker, timeout=60)
+    assert code != 0
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("dtf.framework.errors.UnavailableError: Gave up") and PS_TASK in last, out[-2000:]
+    assert "Session is already closed" not in out, out[-2000:]

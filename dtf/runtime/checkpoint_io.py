@@ -98,6 +98,11 @@ def atomic_write(path: str, chunks):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        _remove_quietly(tmp)
+        if e.filename is None:  # a failed write or fsync (disk full) names no file: this one
+            raise OSError(e.errno, e.strerror, path) from e
+        raise
     except BaseException:
         _remove_quietly(tmp)
         raise

@@ -14,6 +14,7 @@ import time
 from dtf.framework import dtypes, errors
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
+from dtf.framework.os_errors import as_tf_errors
 from dtf.ops import state_ops
 from dtf.runtime import checkpoint_io
 from . import training_util
@@ -337,7 +338,8 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     if os.path.abspath(filename) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for "
                            "checkpoint state.  Please use a different save path.")
-    checkpoint_io.atomic_write(filename, [state.to_text().encode()])
+    with as_tf_errors(filename):  # disk full, read-only directory: TF's class, path and OS message
+        checkpoint_io.atomic_write(filename, [state.to_text().encode()])
 
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):

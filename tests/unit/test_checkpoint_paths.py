@@ -72,3 +72,16 @@ def test_reader_refuses_an_index_naming_another_checkpoints_file(tmp_path):
     _tamper(a, "b.data-00000-of-00001")
     with pytest.raises(tf.errors.DataLossError, match="b.data-00000-of-00001"):
         tf.train.NewCheckpointReader(a)
+
+
+def test_latest_checkpoint_names_a_missing_index(tmp_path, caplog):
+    v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=7)
+    os.remove(checkpoint_io.index_path(path))
+    with caplog.at_level("ERROR", logger="dtf"):
+        assert tf.train.latest_checkpoint(str(tmp_path)) is None
+    assert f"Couldn't match files for checkpoint {path}" in caplog.text
+    assert checkpoint_io.index_path(path) in caplog.text

@@ -16,7 +16,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from dtf.framework import errors
+import numpy as np
+
+from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.partition import partition
 from dtf.placement import ClusterView, place, task_of
@@ -115,11 +117,38 @@ class MasterSession:
     def close(self):
         self.invalidate()
 
+    def tensor_dtype(self, name, role="FetchOutputs"):
+        """The dtype of tensor ``name`` ("op:index") of the session's graph; errors as TF's
+        master words them for a name it cannot find (``role``: FetchOutputs, FeedInputs)."""
+        op, index = split_tensor_name(name)
+        node = self.nodes.get(op)
+        if node is None:
+            raise errors.NotFoundError(None, None, f"{role} node {name}: not found in the session's graph")
+        if not 0 <= index < len(node.output_dtypes):
+            raise errors.InvalidArgumentError(
+                None, None, f"{role} {name}: output index too large, must be < {len(node.output_dtypes)}")
+        return node.output_dtypes[index]
+
+    def check_feeds(self, feeds: dict):
+        """A fed value must have its tensor's dtype (a client that casts, as TF's Python
+        client does, never fails this; one writing the wire itself can)."""
+        for i, (name, value) in enumerate(sorted(feeds.items())):
+            want = dtypes.as_dtype(self.tensor_dtype(name, "FeedInputs")).base_dtype
+            try:
+                got = dtypes.from_numpy(np.asarray(value).dtype)
+            except TypeError:
+                got = None
+            if got != want:
+                got_name = dtypes.tf_type_string(got) if got is not None else type(value).__name__
+                raise errors.InvalidArgumentError(
+                    None, None, f"Expects arg[{i}] to be {dtypes.tf_type_string(want)} but {got_name} "
+                    f"is provided (the value fed for {name})")
+
     def _build(self, fetches, feeds, targets) -> _StepPlan:
-        for f in fetches + feeds:
-            op = split_tensor_name(f)[0]
-            if op not in self.nodes:
-                raise errors.InvalidArgumentError(None, None, f"Tensor {f} is not in the session's graph")
+        for f in fetches:
+            self.tensor_dtype(f)
+        for f in feeds:
+            self.tensor_dtype(f, "FeedInputs")
         nodes = needed_nodes(self._lookup, fetches, feeds, targets)
         placement = place(nodes, self.master.cluster_view(),
                           bool(self.config.get("allow_soft_placement")),
@@ -146,6 +175,7 @@ class MasterSession:
 
     def run_step(self, fetches, feeds: dict, targets, timeout_ms=0, trace=False):
         sp = self.plan(tuple(fetches), tuple(sorted(feeds)), tuple(targets))
+        self.check_feeds(feeds)
         msgs, step_id = self._run_graph_messages(sp, feeds, timeout_ms, trace)
         replies = self.master.peers.call_all([(p.task, m) for p, m in zip(sp.parts, msgs)],
                                              timeout_ms, step_id)
@@ -164,6 +194,7 @@ class MasterSession:
         sp = self._plans.get((tuple(fetches), tuple(sorted(feeds)) if feeds else (), tuple(targets)))
         if sp is None:
             return False
+        self.check_feeds(feeds)
         for p in sp.parts:
             if p.task != self.master.task_name and self.master.peers.in_process(p.task) is not None:
                 return False

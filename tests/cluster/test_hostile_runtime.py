@@ -232,3 +232,46 @@ def test_a_ps_that_never_comes_back_is_the_last_thing_printed(make_cluster, tmp_
     last = out.strip().splitlines()[-1]
     assert last.startswith("dtf.framework.errors.UnavailableError: Gave up") and PS_TASK in last, out[-2000:]
     assert "Session is already closed" not in out, out[-2000:]
+
+
+def test_wire_feeds_of_the_wrong_dtype_and_unknown_fetches_are_refused(make_cluster):
+    import numpy as np
+
+    from dtf.framework.graph_def import node_def_of
+
+    cl = make_cluster(local=1).start_all()
+    address = cl.jobs["local"][0]
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        tf.identity(x * 2.0, name="y")
+    client = transport.Client()
+    try:
+        session = client.call(address, {"type": "CreateSession", "config": {},
+                                        "nodes": [node_def_of(op).to_dict() for op in g._nodes_in_order]},
+                              10)["session"]
+
+        def run(fetches, feeds):
+            reply = client.call(address, {"type": "RunStep", "session": session, "fetches": fetches,
+                                          "feeds": feeds, "targets": []}, 10)
+            try:
+                return transport.raise_for_error(reply)["outputs"]
+            except tf.errors.OpError as e:
+                return e
+
+        ones = np.ones(2, np.float32)
+        err = run(["y:0"], {"x:0": np.array([1, 2], np.int64)})  # TF's client casts; the wire must not
+        assert isinstance(err, tf.errors.InvalidArgumentError), err
+        assert "Expects arg[0] to be float but int64 is provided" in err.message and "x:0" in err.message
+        err = run(["nope:0"], {"x:0": ones})
+        assert isinstance(err, tf.errors.NotFoundError) and "nope:0" in err.message, err
+        err = run(["y:7"], {"x:0": ones})  # TF: the node exists, the index does not
+        assert isinstance(err, tf.errors.InvalidArgumentError) and "y:7" in err.message, err
+        err = run(["y:0"], {"x:3": ones})
+        assert isinstance(err, tf.errors.InvalidArgumentError) and "x:3" in err.message, err
+        for _ in range(2):  # a planned step (the I/O thread's path) checks the same
+            np.testing.assert_array_equal(run(["y:0"], {"x:0": ones})[0], [2.0, 2.0])
+            err = run(["y:0"], {"x:0": np.array([1.0, 2.0])})
+            assert isinstance(err, tf.errors.InvalidArgumentError) and "but double" in err.message, err
+    finally:
+        client.close()

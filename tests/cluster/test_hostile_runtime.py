@@ -275,3 +275,24 @@ def test_wire_feeds_of_the_wrong_dtype_and_unknown_fetches_are_refused(make_clus
             assert isinstance(err, tf.errors.InvalidArgumentError) and "but double" in err.message, err
     finally:
         client.close()
+
+
+def test_dtf_up_appends_to_a_restarted_tasks_log(tmp_path):
+    from tests.cluster.test_cli import _kill, _recorded_pids, dtf
+
+    (tmp_path / "cluster.toml").write_text(f'[jobs]\nworker = ["127.0.0.1:{free_port()}"]\n')
+    try:
+        assert dtf("up", cwd=tmp_path).returncode == 0
+        (pid,) = _recorded_pids(tmp_path)
+        _kill(pid)  # crashed
+        r = dtf("up", cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        log = (tmp_path / ".dtf" / "logs" / "worker-0.log").read_text()
+    finally:
+        pids = _recorded_pids(tmp_path)
+        dtf("down", "--grace", "3", cwd=tmp_path, timeout=30)
+        for pid in pids:
+            _kill(pid)
+    first, restart, second = log.partition("---- dtf up: task worker:0 restarted at ")
+    assert restart, log
+    assert "listening on" in first and "listening on" in second, log

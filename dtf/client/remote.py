@@ -242,3 +242,15 @@ def reset(target, containers=None, config=None):
         channel.call({"type": "ResetCluster", "containers": None if containers is None else list(containers)})
     finally:
         channel.close()
+
+
+def tasks_not_answering(target, config=None, jobs=None) -> list:
+    """The tasks of ``target``'s cluster (of ``jobs``, when given) that do not answer
+    their master's ping, as {task, address, port_accepts} (a dtf extension; a port that
+    still accepts connections means a hung process, one that refuses a dead one)."""
+    channel = _MasterChannel(parse_target(target), config)
+    try:
+        return list(channel.call({"type": "CheckCluster", "jobs": list(jobs) if jobs else None},
+                                 timeout_s=transport.PING_TIMEOUT_S * 3)["not_answering"])
+    finally:
+        channel.close()

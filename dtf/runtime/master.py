@@ -368,6 +368,17 @@ class Master:
                 s.invalidate()
         return {"failed": failed}
 
+    def check_cluster(self, msg=None):
+        """The tasks of the cluster (of ``jobs``, when given) that do not answer a ping,
+        with whether their port still accepts connections (hung) or not (dead): a sync
+        chief whose updates stall names them."""
+        jobs = (msg or {}).get("jobs")
+        tasks = [f"/job:{job}/replica:0/task:{idx}" for job, ts in sorted(self.cluster.items())
+                 if not jobs or job in jobs for idx in sorted(ts)]
+        silent = self.peers.silent_tasks([t for t in tasks if t != self.task_name])
+        return {"not_answering": [{"task": task, "address": address, "port_accepts": accepts}
+                                  for task, address, accepts in silent]}
+
     def list_devices(self, msg=None):
         devices = []
         for job, tasks in sorted(self.cluster.items()):

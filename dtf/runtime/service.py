@@ -113,6 +113,22 @@ class Peers:
         except errors.OpError:
             pass
 
+    def silent_tasks(self, tasks) -> list:
+        """[(task, address, port accepts)] of the remote ``tasks`` that do not answer a
+        ping within PING_TIMEOUT_S (asked together; a port that accepts means hung)."""
+        from dtf.runtime.liveness import port_accepts
+
+        def silent(task):
+            address = self.address(task)
+            try:
+                self._client.ping(address, transport.PING_TIMEOUT_S)
+                return None
+            except transport.Unreachable:
+                return task, address, port_accepts(address)
+
+        remote = [t for t in tasks if self._service(t) is None]
+        return [r for r in self._pool.map(silent, remote) if r is not None]
+
     def _send(self, task, address, msg):
         try:
             return self._client.send(address, msg)
@@ -405,6 +421,7 @@ class TaskService:
             "CloseSession": self.master.close_session,
             "ResetCluster": self.master.reset,
             "ListDevices": self.master.list_devices,
+            "CheckCluster": self.master.check_cluster,
         }
         self._inline = {
             "Ping": lambda msg: {"ok": True, "incarnation": self.worker.incarnation, "task": self.task},

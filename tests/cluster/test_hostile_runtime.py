@@ -296,3 +296,39 @@ def test_dtf_up_appends_to_a_restarted_tasks_log(tmp_path):
     first, restart, second = log.partition("---- dtf up: task worker:0 restarted at ")
     assert restart, log
     assert "listening on" in first and "listening on" in second, log
+
+
+def test_sync_chief_names_a_dead_worker_soon(tmp_path):
+    from tests.cluster.test_sync_training import EXAMPLE, _wait_for_step
+
+    ps, w0, w1 = (f"127.0.0.1:{free_port()}" for _ in range(3))
+    flags = (f"--ps_hosts={ps}", f"--worker_hosts={w0},{w1}")
+    # The token timeout is far beyond the test's bound: only the stall check can end it.
+    env = dict(os.environ, PYTHONUNBUFFERED="1", DTF_SYNC_TOKEN_TIMEOUT_S="300",
+               DTF_SYNC_STALL_CHECK_S="2")
+    env.pop("TF_CONFIG", None)
+    env.pop("DTF_PROGRESS", None)
+
+    def start(*args):
+        return subprocess.Popen([sys.executable, EXAMPLE, *flags, *args], cwd=REPO, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    procs = [start("--job_name=ps")]
+    try:
+        workers = [start("--job_name=worker", f"--task_index={i}", "--last_step=100000") for i in (0, 1)]
+        procs += workers
+        _wait_for_step(ps, 50, workers)
+        os.kill(workers[1].pid, signal.SIGKILL)
+        try:
+            out, _ = workers[0].communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the chief did not stop within 40 s of the worker's death")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(10)
+    assert workers[0].returncode != 0
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("dtf.framework.errors.UnavailableError: Synchronous training cannot go on"), out[-2000:]
+    assert f"/job:worker/replica:0/task:1 at {w1}" in last, out[-2000:]

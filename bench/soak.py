@@ -88,19 +88,24 @@ def _loop(probe, n, every, step_fn):
     return time.monotonic() - start
 
 
+def _cross_task_graph(tf):
+    """(graph, x, out, feed, expected): x fed, computed on worker 0, reduced on worker 1."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [64], name="x")
+        with tf.device("/job:worker/task:0"):
+            a = tf.tanh(x) + 1.0
+        with tf.device("/job:worker/task:1"):
+            out = tf.reduce_sum(a * 2.0)
+    feed = np.linspace(-1, 1, 64).astype(np.float32)
+    return graph, x, out, feed, float(np.sum((np.tanh(feed) + 1.0) * 2.0))
+
+
 def soak_cross_task(tf, runs: int, every: int) -> dict:
     cluster = Cluster("dtf", {"worker": 2})
     try:
         cluster.start_jobs("worker")
-        graph = tf.Graph()
-        with graph.as_default():
-            x = tf.placeholder(tf.float32, [64], name="x")
-            with tf.device("/job:worker/task:0"):
-                a = tf.tanh(x) + 1.0
-            with tf.device("/job:worker/task:1"):
-                out = tf.reduce_sum(a * 2.0)
-        feed = np.linspace(-1, 1, 64).astype(np.float32)
-        expected = float(np.sum((np.tanh(feed) + 1.0) * 2.0))
+        graph, x, out, feed, expected = _cross_task_graph(tf)
         pids = {"client": os.getpid(), "worker0": cluster.procs[0].pid, "worker1": cluster.procs[1].pid}
         with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
             probe = Probe(pids)
@@ -215,15 +220,7 @@ def soak_session_churn(tf, sessions: int, every: int) -> dict:
     client = transport.Client()
     try:
         cluster.start_jobs("worker")
-        graph = tf.Graph()
-        with graph.as_default():
-            x = tf.placeholder(tf.float32, [64], name="x")
-            with tf.device("/job:worker/task:0"):
-                a = tf.tanh(x) + 1.0
-            with tf.device("/job:worker/task:1"):
-                out = tf.reduce_sum(a * 2.0)
-        feed = np.linspace(-1, 1, 64).astype(np.float32)
-        expected = float(np.sum((np.tanh(feed) + 1.0) * 2.0))
+        graph, x, out, feed, expected = _cross_task_graph(tf)
         pids = {"client": os.getpid(), "worker0": cluster.procs[0].pid, "worker1": cluster.procs[1].pid}
         addresses = {"worker0": cluster.jobs["worker"][0], "worker1": cluster.jobs["worker"][1]}
         probe = Probe(pids, {name: (lambda a=a: client.call(a, {"type": "Status"}, 10)["graphs"])

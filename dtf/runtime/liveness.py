@@ -12,11 +12,11 @@ the step go on. Only a new incarnation (a restarted process) or a refused port e
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import time
 
 from dtf.framework import errors
+from dtf.runtime import env
 
 log = logging.getLogger("dtf")
 
@@ -26,12 +26,7 @@ CONNECT_PROBE_S = 1.0
 
 
 def hung_limit_s() -> float:
-    raw = os.environ.get(HUNG_LIMIT_ENV, "")
-    try:
-        value = float(raw) if raw else DEFAULT_HUNG_LIMIT_S
-    except ValueError:
-        raise ValueError(f"{HUNG_LIMIT_ENV}={raw!r} is not a number of seconds") from None
-    return max(0.0, value)
+    return max(0.0, env.seconds(HUNG_LIMIT_ENV, DEFAULT_HUNG_LIMIT_S))
 
 
 def port_accepts(address: str, timeout_s: float = CONNECT_PROBE_S) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import os
 import random
 import threading
 import time
@@ -22,6 +21,7 @@ from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.partition import partition
 from dtf.placement import ClusterView, place, task_of
+from dtf.runtime import env
 from dtf.runtime.async_step import AsyncStep
 from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 
@@ -38,14 +38,7 @@ _EXPIRED_KEPT = 4096  # handles of expired sessions remembered, to tell them fro
 
 
 def idle_timeout_s() -> float:
-    raw = os.environ.get(IDLE_TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw else DEFAULT_IDLE_TIMEOUT_S
-    except ValueError:
-        raise ValueError(f"{IDLE_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    if not value > 0:
-        raise ValueError(f"{IDLE_TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
-    return value
+    return env.seconds(IDLE_TIMEOUT_ENV, DEFAULT_IDLE_TIMEOUT_S, positive=True)
 
 
 def session_expired(error, handle) -> bool:

@@ -38,6 +38,7 @@ from dtf.framework.ops import GraphKeys
 from dtf.ops import array_ops, control_flow_ops, state_ops
 from dtf.ops import variables as _variables
 from dtf.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
+from dtf.runtime import env
 from dtf.train.optimizers import Optimizer
 from dtf.train.session_run_hook import SessionRunHook
 
@@ -304,7 +305,7 @@ class _StallWatch:
 
     def __init__(self, sess):
         self._target = getattr(sess, "sess_str", "") or ""
-        self._every = float(os.environ.get(STALL_CHECK_ENV, _DEFAULT_STALL_CHECK_S))
+        self._every = env.seconds(STALL_CHECK_ENV, _DEFAULT_STALL_CHECK_S)
         self.progressed()
 
     def progressed(self):

@@ -17,6 +17,7 @@ import dtf as tf
 from dtf.train.server import free_port
 from dtf.wire import transport
 from tests.cluster.conftest import REPO
+from tests.cluster.test_faults import _cross_task_graph  # a partition on ps, worker 1, worker 0
 
 pytestmark = pytest.mark.cluster
 
@@ -41,17 +42,6 @@ def _wait_for(predicate, limit_s):
     return predicate()
 
 
-def _cross_task_session(target):
-    """A session whose graph has a partition on every task: ps, worker 1, worker 0."""
-    with tf.device("/job:ps/task:0"):
-        v = tf.Variable(1.0, name="v")
-    with tf.device("/job:worker/task:1"):
-        a = v * 2.0
-    with tf.device("/job:worker/task:0"):
-        out = a + 1.0
-    return v, out
-
-
 @pytest.fixture
 def churn_cluster(make_cluster, monkeypatch):
     monkeypatch.setenv("DTF_SESSION_IDLE_TIMEOUT_S", str(IDLE_TIMEOUT_S))
@@ -69,7 +59,7 @@ def test_closed_sessions_release_their_graphs_and_memory(churn_cluster):
     def churn(n):
         for _ in range(n):
             with tf.Graph().as_default():
-                v, out = _cross_task_session(None)
+                v, out = _cross_task_graph()
                 with tf.Session(cl.target("worker", 0)) as sess:
                     sess.run(v.initializer)
                     assert sess.run(out) == 3.0
@@ -114,7 +104,7 @@ def test_a_dead_clients_session_is_released_after_the_idle_timeout(churn_cluster
 def test_a_session_idle_past_the_timeout_goes_on_in_a_new_one(churn_cluster):
     cl, client = churn_cluster
     with tf.Graph().as_default():
-        v, out = _cross_task_session(None)
+        v, out = _cross_task_graph()
         with tf.Session(cl.target("worker", 0)) as sess:
             sess.run(v.initializer)
             assert sess.run(out) == 3.0
@@ -217,23 +207,6 @@ def test_dtf_run_takes_progress_only_from_its_replicas_and_survives_bad_reports(
     assert "[progress] global step 7 / 7" in out, out
 
 
-def test_a_ps_that_never_comes_back_is_the_last_thing_printed(make_cluster, tmp_path):
-    from tests.cluster.test_training import PS_TASK, _example, _finish, _trainer_args, \
-        _wait_for_checkpoint, _worker_config
-
-    cl = make_cluster(ps=1, worker=1).start_all()
-    ckpt = tmp_path / "ckpt"
-    worker = _example("between_graph_async.py", *_trainer_args(ckpt, 100000, 20, "--step_delay=0.01"),
-                      tf_config=_worker_config(cl, 0), env={"DTF_RECOVERY_TIMEOUT_S": "2"})
-    _wait_for_checkpoint(ckpt, 20, worker)
-    cl.tasks[("ps", 0)].kill()
-    code, out = _finish(worker, timeout=60)
-    assert code != 0
-    last = out.strip().splitlines()[-1]
-    assert last.startswith("dtf.framework.errors.UnavailableError: Gave up") and PS_TASK in last, out[-2000:]
-    assert "Session is already closed" not in out, out[-2000:]
-
-
 def test_wire_feeds_of_the_wrong_dtype_and_unknown_fetches_are_refused(make_cluster):
     import numpy as np
 
@@ -298,7 +271,7 @@ def test_dtf_up_appends_to_a_restarted_tasks_log(tmp_path):
     assert "listening on" in first and "listening on" in second, log
 
 
-def test_sync_chief_names_a_dead_worker_soon(tmp_path):
+def test_sync_chief_names_a_dead_worker_soon():
     from tests.cluster.test_sync_training import EXAMPLE, _wait_for_step
 
     ps, w0, w1 = (f"127.0.0.1:{free_port()}" for _ in range(3))

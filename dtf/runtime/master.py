@@ -366,6 +366,9 @@ class Master:
         with whether their port still accepts connections (hung) or not (dead): a sync
         chief whose updates stall names them."""
         jobs = (msg or {}).get("jobs")
+        if jobs is not None and not (isinstance(jobs, list) and all(isinstance(j, str) for j in jobs)):
+            raise errors.InvalidArgumentError(None, None, f"CheckCluster: jobs must be a list of job "
+                                              f"names, got {type(jobs).__name__}")
         tasks = [f"/job:{job}/replica:0/task:{idx}" for job, ts in sorted(self.cluster.items())
                  if not jobs or job in jobs for idx in sorted(ts)]
         silent = self.peers.silent_tasks([t for t in tasks if t != self.task_name])

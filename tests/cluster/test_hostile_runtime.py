@@ -140,6 +140,26 @@ def test_a_hung_ps_that_answers_again_does_not_send_training_back(make_cluster, 
     assert "final global step 300" in out, out
 
 
+def test_a_session_waits_out_a_hung_master(make_cluster):
+    import threading
+
+    cl = make_cluster(worker=1).start_all()
+    pid = cl.tasks[("worker", 0)].pid
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        y = x * 2.0
+        with tf.Session(cl.target("worker", 0)) as sess:
+            assert sess.run(y, {x: 1.0}) == 2.0
+            os.kill(pid, signal.SIGSTOP)
+            resume = threading.Timer(HANG_S, os.kill, (pid, signal.SIGCONT))
+            resume.start()
+            try:
+                assert sess.run(y, {x: 3.0}) == 6.0  # answered once the master runs again
+            finally:
+                resume.cancel()
+                os.kill(pid, signal.SIGCONT)
+
+
 PROGRESS_JOB = textwrap.dedent("""\
     import os, sys, time
     from dtf import progress

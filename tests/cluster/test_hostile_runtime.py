@@ -291,37 +291,52 @@ def test_dtf_up_appends_to_a_restarted_tasks_log(tmp_path):
     assert "listening on" in first and "listening on" in second, log
 
 
-def test_sync_chief_names_a_dead_worker_soon():
-    from tests.cluster.test_sync_training import EXAMPLE, _wait_for_step
+SYNC_CHIEF = textwrap.dedent("""\
+    import sys
+    import dtf as tf
+    cluster = tf.train.ClusterSpec({"ps": [sys.argv[1]], "worker": sys.argv[2].split(",")})
+    with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0", cluster=cluster)):
+        step = tf.train.get_or_create_global_step()
+        w = tf.Variable(1.0, name="w")
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                             replicas_to_aggregate=2, total_num_replicas=2)
+        train_op = opt.minimize(tf.square(w), global_step=step)
+    # No initial tokens: the first update needs worker 1's gradient, so the chief waits for
+    # it (a replica that died mid-step leaves the chief in exactly this state).
+    hooks = [opt.make_session_run_hook(True, num_tokens=0), tf.train.StopAtStepHook(last_step=5)]
+    with tf.train.MonitoredTrainingSession(master="grpc://" + sys.argv[2].split(",")[0],
+                                           is_chief=True, hooks=hooks) as sess:
+        print("training", flush=True)
+        while not sess.should_stop():
+            sess.run(train_op)
+    """)
 
-    ps, w0, w1 = (f"127.0.0.1:{free_port()}" for _ in range(3))
-    flags = (f"--ps_hosts={ps}", f"--worker_hosts={w0},{w1}")
+
+def test_sync_chief_names_a_dead_worker_soon(make_cluster):
+    cl = make_cluster(ps=1, worker=2).start_all()
     # The token timeout is far beyond the test's bound: only the stall check can end it.
     env = dict(os.environ, PYTHONUNBUFFERED="1", DTF_SYNC_TOKEN_TIMEOUT_S="300",
                DTF_SYNC_STALL_CHECK_S="2")
     env.pop("TF_CONFIG", None)
     env.pop("DTF_PROGRESS", None)
-
-    def start(*args):
-        return subprocess.Popen([sys.executable, EXAMPLE, *flags, *args], cwd=REPO, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-    procs = [start("--job_name=ps")]
+    chief = subprocess.Popen([sys.executable, "-c", SYNC_CHIEF, cl.jobs["ps"][0], ",".join(cl.jobs["worker"])],
+                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        workers = [start("--job_name=worker", f"--task_index={i}", "--last_step=100000") for i in (0, 1)]
-        procs += workers
-        _wait_for_step(ps, 50, workers)
-        os.kill(workers[1].pid, signal.SIGKILL)
+        line = ""
+        while "training" not in line and chief.poll() is None:
+            line = chief.stdout.readline()
+        time.sleep(3)  # one stall check finds every task answering: the chief keeps waiting
+        assert chief.poll() is None, chief.stdout.read()
+        cl.tasks[("worker", 1)].kill()
         try:
-            out, _ = workers[0].communicate(timeout=40)
+            out, _ = chief.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            pytest.fail("the chief did not stop within 40 s of the worker's death")
+            pytest.fail("the chief did not stop within 30 s of the worker's death")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait(10)
-    assert workers[0].returncode != 0
+        if chief.poll() is None:
+            chief.kill()
+            chief.communicate()
+    assert chief.returncode != 0
     last = out.strip().splitlines()[-1]
     assert last.startswith("dtf.framework.errors.UnavailableError: Synchronous training cannot go on"), out[-2000:]
-    assert f"/job:worker/replica:0/task:1 at {w1}" in last, out[-2000:]
+    assert f"/job:worker/replica:0/task:1 at {cl.jobs['worker'][1]}" in last, out[-2000:]

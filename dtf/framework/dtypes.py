@@ -133,3 +133,12 @@ def as_dtype(type_value) -> DType:
 def from_numpy(npd) -> DType:
     """DType of a numpy dtype, with strings (U/S/O) mapped to tf.string."""
     return as_dtype(np.dtype(npd))
+
+
+_TF_TYPE_STRINGS = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def tf_type_string(dtype) -> str:
+    """TF's own name of a dtype in error messages (DataTypeString: float, double, half)."""
+    name = as_dtype(dtype).base_dtype.name
+    return _TF_TYPE_STRINGS.get(name, name)

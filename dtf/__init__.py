@@ -87,3 +87,4 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 )
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
+from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags

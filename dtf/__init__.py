@@ -12,7 +12,9 @@ import os as _os
 # dtf is imported first; the user's own setting wins.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-__version__ = "0.1.0"
+# tf.__version__ is the TF API dtf follows (1.15.0), which programs test for; dtf's own
+# release is dtf.version.DTF_VERSION.
+from dtf.version import GIT_VERSION, VERSION, VERSION as __version__  # noqa: E402,F401
 
 from dtf.framework import dtypes as _dtypes_mod
 from dtf.framework.dtypes import (  # noqa: F401
@@ -88,3 +90,6 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
 from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
+from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
+from dtf.ops.reduction_ops import arg_max, arg_min  # noqa: F401,E402
+_LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests

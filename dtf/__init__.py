@@ -100,3 +100,4 @@ from dtf.ops.script_ops import numpy_function, py_func  # noqa: F401,E402
 from dtf.ops.template import make_template  # noqa: F401,E402
 from dtf.ops.custom_gradient import custom_gradient, identity_n  # noqa: F401,E402
 from dtf.ops.gradients import hessians  # noqa: F401,E402
+from dtf import dtypes  # noqa: F401,E402 - tf.dtypes

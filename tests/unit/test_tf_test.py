@@ -138,3 +138,9 @@ def test_gfile_refuses_remote_schemes_and_reads_file_urls(tmp_path):
 def test_mkdir_of_an_existing_directory_is_already_exists_as_in_tf_1_15(tmp_path):
     with pytest.raises(tf.errors.AlreadyExistsError):
         tf.gfile.MkDir(str(tmp_path))
+
+
+def test_tf_dtypes_namespace():
+    assert tf.dtypes.as_dtype("float") is tf.float32 and tf.dtypes.int64 is tf.int64
+    with tf.Session() as sess:
+        assert sess.run(tf.dtypes.cast(tf.constant([1.7]), "int32")).tolist() == [1]

@@ -19,6 +19,7 @@ __all__ = [
     "DEFINE_string", "DEFINE_integer", "DEFINE_float", "DEFINE_boolean", "DEFINE_bool",
     "DEFINE_list", "DEFINE_enum", "DEFINE_multi_string", "DEFINE_multi_integer",
     "DEFINE_multi_float", "mark_flag_as_required", "mark_flags_as_required",
+    "register_validator", "validator",
 ]
 
 
@@ -285,9 +286,13 @@ class FlagValues:
         flag = self._flags().get(name)
         if flag is None:
             raise UnrecognizedFlagError(name, str(value))
-        flag.value = value
-        flag.using_default_value = False
-        self._validate(flag)
+        saved = (flag.value, flag.using_default_value)
+        flag.value, flag.using_default_value = value, False
+        try:
+            self._validate(flag)
+        except IllegalFlagValueError:  # absl keeps the old value when a validator refuses
+            flag.value, flag.using_default_value = saved
+            raise
 
     def __getitem__(self, name) -> Flag:
         return self._flags()[name]
@@ -408,7 +413,11 @@ class FlagValues:
 
     def _validate(self, flag):
         for check, message in flag.validators:
-            if not check(flag.value):
+            try:
+                ok = check(flag.value)
+            except ValidationError as e:
+                ok, message = False, str(e)
+            if not ok:
                 raise IllegalFlagValueError(f"flag --{flag.name}={flag.value}: {message}")
 
     # -- help text, laid out as absl does ------------------------------------------------
@@ -552,6 +561,21 @@ def mark_flag_as_required(flag_name, flag_values=FLAGS):
               "line!", file=sys.stderr)
     flag.validators.append((lambda value: value is not None,
                             f"Flag --{flag_name} must have a value other than None."))
+
+
+def register_validator(flag_name, checker, message="Flag validation failed",
+                       flag_values=FLAGS):
+    """Parsing (and setting) ``flag_name`` fails with IllegalFlagValueError unless
+    ``checker(value)`` is true; a checker may raise ValidationError with its own message."""
+    flag_values[flag_name].validators.append((checker, message))
+
+
+def validator(flag_name, message="Flag validation failed", flag_values=FLAGS):
+    """Decorator form of register_validator."""
+    def decorate(checker):
+        register_validator(flag_name, checker, message, flag_values)
+        return checker
+    return decorate
 
 
 def mark_flags_as_required(flag_names, flag_values=FLAGS):

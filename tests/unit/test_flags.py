@@ -173,3 +173,23 @@ def test_log_every_n_and_first_n_count_per_call_site(caplog):
     assert tf.logging.get_verbosity() == tf.logging.INFO
     assert (tf.logging.DEBUG, tf.logging.INFO, tf.logging.WARN, tf.logging.ERROR,
             tf.logging.FATAL) == (10, 20, 30, 40, 50)
+
+
+def test_validators_run_at_parse_and_on_assignment():
+    fv = dtf_flags.FlagValues()
+    dtf_flags.DEFINE_integer("workers", 2, "workers.", flag_values=fv)
+    dtf_flags.register_validator("workers", lambda n: n > 0, "must be positive", flag_values=fv)
+
+    @dtf_flags.validator("workers", flag_values=fv)
+    def _even(n):
+        if n % 2:
+            raise dtf_flags.ValidationError("must be even")
+        return True
+    with pytest.raises(dtf_flags.IllegalFlagValueError, match="flag --workers=-2: must be positive"):
+        fv(["prog", "--workers=-2"])
+    with pytest.raises(dtf_flags.IllegalFlagValueError, match="flag --workers=3: must be even"):
+        fv(["prog", "--workers=3"])
+    fv(["prog", "--workers=4"])
+    with pytest.raises(dtf_flags.IllegalFlagValueError, match="must be even"):
+        fv.workers = 5
+    assert fv.workers == 4

@@ -20,7 +20,8 @@ import numpy as np
 from dtf.framework import errors, ops
 
 __all__ = ["TestCase", "main", "get_temp_dir", "gpu_device_name", "is_gpu_available",
-           "is_built_with_cuda", "create_local_cluster"]
+           "is_built_with_cuda", "create_local_cluster", "compute_gradient",
+           "compute_gradient_error"]
 
 DEFAULT_GRAPH_SEED = 87654321  # TF's random_seed.DEFAULT_GRAPH_SEED
 
@@ -84,6 +85,80 @@ def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=Non
     ps_servers = [Server(spec, job_name="ps", task_index=i, protocol=protocol,
                          config=ps_config, start=True) for i in range(num_ps)]
     return workers, ps_servers
+
+
+def _default_session():
+    from dtf.client.session import get_default_session
+    sess = get_default_session()
+    if sess is None:
+        raise ValueError("compute_gradient needs a default session: call it inside "
+                         "`with tf.Session():` or `with self.cached_session():`")
+    return sess
+
+
+def _jacobians(sess, x, x_shape, y, y_shape, x_data, delta, feeds):
+    """(theoretical, numerical) Jacobians of y by x, shaped [x.size, y.size]: one gradient
+    per y element (fed a one-hot dy), one central difference per x element."""
+    from dtf.ops.array_ops import placeholder
+    from dtf.ops.gradients import gradients
+    x_size, y_size = int(np.prod(x_shape)), int(np.prod(y_shape))
+    np_type = x.dtype.as_numpy_dtype
+    dy = placeholder(y.dtype, y_shape)
+    dx = gradients(y, x, grad_ys=dy)[0]
+    theoretical = np.zeros((x_size, y_size), dtype=np_type)
+    numerical = np.zeros((x_size, y_size), dtype=np_type)
+    one_hot = np.zeros(y_shape, dtype=y.dtype.as_numpy_dtype)
+    for col in range(y_size):
+        one_hot.flat[col] = 1
+        if dx is not None:
+            theoretical[:, col] = np.asarray(
+                sess.run(dx, {**feeds, x: x_data, dy: one_hot})).reshape(-1)
+        one_hot.flat[col] = 0
+    flat = np.array(x_data, dtype=np_type).reshape(-1)
+    for row in range(x_size):
+        original = flat[row]
+        flat[row] = original + delta
+        y_pos = sess.run(y, {**feeds, x: flat.reshape(x_shape)})
+        flat[row] = original - delta
+        y_neg = sess.run(y, {**feeds, x: flat.reshape(x_shape)})
+        flat[row] = original
+        numerical[row, :] = (np.asarray(y_pos) - np.asarray(y_neg)).reshape(-1) / (2 * delta)
+    return theoretical, numerical
+
+
+def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None,
+                     extra_feed_dict=None):
+    """TF 1.x's gradient checker, run in the default session: the theoretical and the
+    numerical Jacobian of ``y`` by ``x`` (a pair per x when ``x`` is a list), each
+    [x size, y size]. ``x_init_value`` defaults to uniform [0, 1) values."""
+    sess = _default_session()
+    for init in init_targets or []:
+        sess.run(init)
+    feeds = dict(extra_feed_dict or {})
+    if isinstance(x, (list, tuple)):  # each x on its own: the others are not fed, as in TF
+        values = x_init_value or [None] * len(x)
+        return [_jacobians(sess, xi, shape, y, y_shape, _initial(xi, shape, v), delta, feeds)
+                for xi, shape, v in zip(x, x_shape, values)]
+    return _jacobians(sess, x, x_shape, y, y_shape, _initial(x, x_shape, x_init_value),
+                      delta, feeds)
+
+
+def _initial(x, x_shape, value):
+    if value is not None:
+        value = np.asarray(value)
+        if value.shape != tuple(x_shape):
+            raise ValueError(f"x_init_value has the wrong shape: {value.shape} vs {tuple(x_shape)}")
+        return value
+    return np.random.random_sample(x_shape).astype(x.dtype.as_numpy_dtype)
+
+
+def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
+                           init_targets=None, extra_feed_dict=None):
+    """The largest |theoretical - numerical| over compute_gradient's Jacobians."""
+    grads = compute_gradient(x, x_shape, y, y_shape, x_init_value, delta, init_targets,
+                             extra_feed_dict)
+    pairs = grads if isinstance(grads, list) else [grads]
+    return max(float(np.max(np.fabs(t - n))) if t.size else 0.0 for t, n in pairs)
 
 
 class _NotCollected:

@@ -145,3 +145,25 @@ def _gfile_story(g, io):
 @case
 def gfile_on_local_files(tf):
     return _values(_gfile_story(tf.gfile, tf.io.gfile))
+
+
+@case(rtol=1e-6, atol=1e-8)
+def test_compute_gradient_jacobians(tf):
+    rng = np.random.RandomState(13)
+    x = tf.placeholder(tf.float64, [2, 3])
+    w = tf.constant(rng.randn(3, 2))
+    y = tf.tanh(tf.matmul(x, w))
+    x0, a0, b0 = rng.randn(2, 3), rng.randn(3), rng.randn(3)
+    a, b = tf.constant(a0), tf.constant(b0)  # constants can be fed, one at a time
+    z = a * b + tf.sin(a)
+
+    def run(sess):
+        with sess.as_default():
+            theoretical, numerical = tf.test.compute_gradient(x, [2, 3], y, [2, 2],
+                                                              x_init_value=x0)
+            pairs = tf.test.compute_gradient([a, b], [[3], [3]], z, [3], x_init_value=[a0 * 2, b0])
+            error = tf.test.compute_gradient_error(x, [2, 3], y, [2, 2], x_init_value=x0)
+        return {"theoretical": theoretical, "numerical": numerical,
+                "a_theoretical": pairs[0][0], "b_numerical": pairs[1][1],
+                "error_small": error < 1e-6}
+    return run

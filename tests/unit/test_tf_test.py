@@ -144,3 +144,16 @@ def test_tf_dtypes_namespace():
     assert tf.dtypes.as_dtype("float") is tf.float32 and tf.dtypes.int64 is tf.int64
     with tf.Session() as sess:
         assert sess.run(tf.dtypes.cast(tf.constant([1.7]), "int32")).tolist() == [1]
+
+
+class GradientCheckerTest(tf.test.TestCase):
+    def test_compute_gradient_error_is_small_for_a_correct_gradient(self):
+        x = tf.placeholder(tf.float64, [3])
+        y = tf.reduce_sum(tf.exp(x) * x)
+        with self.cached_session():
+            self.assertLess(tf.test.compute_gradient_error(x, [3], y, []), 1e-5)  # O(delta^2)
+
+    def test_it_needs_a_default_session(self):
+        x = tf.placeholder(tf.float64, [1])
+        with self.assertRaisesRegex(ValueError, "needs a default session"):
+            tf.test.compute_gradient(x, [1], x * 2, [1])

@@ -13,7 +13,10 @@ from dtf.summary.run_metadata import RunMetadataProto
 
 
 def _events(logdir):
-    return list(summary_iterator(glob.glob(f"{logdir}/events.*")[0]))
+    path = glob.glob(f"{logdir}/events.*")[0]
+    events = list(tf.train.summary_iterator(path))  # TF1's name for the reader
+    assert len(events) == len(list(summary_iterator(path)))
+    return events
 
 
 def test_media_summaries_merge_and_reach_the_event_file(tmp_path):

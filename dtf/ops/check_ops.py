@@ -316,3 +316,112 @@ def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
         with _ops.colocate_with(t):
             checked = check_numerics(t, message=msg)
             return with_dependencies([checked], t)
+
+
+def _dimension_sizes(x):
+    """x's dimension sizes, ints where static, else scalar tensors (a scalar counts as
+    one dimension of size 1)."""
+    rank = x.shape.ndims
+    if rank == 0:
+        return (1,)
+    dynamic = array_ops.shape(x)
+    if rank is not None:
+        return [d if d is not None else dynamic[i] for i, d in enumerate(x.shape.as_list())]
+    # Unknown rank: TF picks [1] or the shape with a cond; the same as one slice here.
+    from .array_ops import concat
+    padded = concat([dynamic, [1]], 0)
+    return _DynamicSizes(padded[:math_ops.maximum(array_ops.rank(x), 1)])
+
+
+class _DynamicSizes:
+    """Indexes a shape tensor of unknown length like a list."""
+
+    def __init__(self, shape):
+        self._shape = shape
+
+    def __getitem__(self, i):
+        return self._shape[i]
+
+
+def _known(size):
+    try:
+        int(size)
+    except (TypeError, ValueError):
+        return False
+    return size is not None and not isinstance(size, _ops.Tensor)
+
+
+def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
+    """Asserts shapes and shared dimension sizes: ``shapes`` maps (or pairs) tensors to
+    specs like ``("N", "Q")``; an int is an exact size, a string a size shared by every
+    tensor that names it, None or "." any size; a leading ``...`` or "*" leaves outer
+    dimensions free; a scalar counts as shape (1,). Static violations raise ValueError;
+    the rest is checked when the returned op runs."""
+    if isinstance(shapes, dict):
+        shapes = shapes.items()
+    message = message or ""
+    shapes = list(shapes)
+    with _ops.name_scope(name, "assert_shapes", [t for t, _ in shapes] + list(data or [])):
+        specs = []
+        for tensor, spec in shapes:
+            if spec is None:
+                continue
+            tensor = _ops.convert_to_tensor(tensor)
+            if not (hasattr(spec, "__iter__") or hasattr(spec, "__getitem__")):
+                raise ValueError(f"{message}.  Tensor {tensor.name}.  Specified shape must be an "
+                                 "iterable.  An iterable has the attribute `__iter__` or "
+                                 f"`__getitem__`.  Received specified shape: {spec}")
+            spec = tuple(spec)
+            for i, symbol in enumerate(spec):
+                if (symbol is Ellipsis or symbol == "*") and i != 0:
+                    raise ValueError(f"{message}.  Tensor {tensor.name} specified shape index {i}.  "
+                                     "Symbol `...` or `*` for a variable number of unspecified "
+                                     "dimensions is only allowed as the first entry")
+            inner = bool(spec) and (spec[0] is Ellipsis or spec[0] == "*")
+            sized = (spec[1:] if inner else spec) or (1,)
+            specs.append((tensor, inner, _dimension_sizes(tensor), sized))
+
+        rank_checks = []
+        for tensor, inner, _, sized in specs:
+            rank = len(sized)
+            if inner:
+                if rank > 1:
+                    rank_checks.append(assert_rank_at_least(tensor, rank, data=data,
+                                                            summarize=summarize, message=message))
+            elif rank == 1:
+                rank_checks.append(assert_rank_in(tensor, [0, 1], data=data,
+                                                  summarize=summarize, message=message))
+            else:
+                rank_checks.append(assert_rank(tensor, rank, data=data, summarize=summarize,
+                                               message=message))
+
+        size_checks, named = [], {}
+        for tensor, inner, actual, sized in specs:
+            for i, symbol in enumerate(sized):
+                if symbol is None or symbol == ".":
+                    continue
+                dim = i - len(sized) if inner else i
+                if symbol not in named and not _known(symbol):
+                    named[symbol] = (actual[dim], tensor, dim)
+                    continue
+                if _known(symbol):
+                    want, how = int(symbol), "Specified explicitly"
+                else:
+                    want, by, at = named[symbol]
+                    how = f"Specified by tensor {by.name} dimension {at}"
+                got = actual[dim]
+                if _known(got) and _known(want):
+                    if int(got) != int(want):
+                        raise ValueError(f"{message}.  {how}.  Tensor {tensor.name} dimension {dim} "
+                                         f"must have size {int(want)}.  Received size {int(got)}, "
+                                         f"shape {tensor.shape}")
+                    continue
+                shown = data if data is not None else [
+                    message, how, f"Tensor {tensor.name} dimension", dim, "must have size",
+                    want, "Received shape: ", array_ops.shape(tensor)]
+                size_checks.append(Assert(math_ops.equal(_to_tensor(got, None),
+                                                         _to_tensor(want, None)),
+                                          shown, summarize=summarize))
+        with _ops.control_dependencies(rank_checks):
+            from .control_flow_ops import group
+            return group(size_checks)

@@ -217,3 +217,37 @@ def make_template_shares_variables(tf):
                 "other": values["other"], "grad_w": values["grads"][0],
                 "grad_b": values["grads"][1]}
     return run
+
+
+@case
+def assert_shapes_static_and_at_run_time(tf):
+    a = tf.placeholder(tf.float32, [None, 3])
+    b = tf.placeholder(tf.float32, [None, 4])
+    c = tf.placeholder(tf.float32)
+    s = tf.constant(1.0)
+    fixed = tf.zeros([2, 3, 5])
+    check = tf.debugging.assert_shapes([(a, ("N", "Q")), (b, ("N", "D")), (c, ("Q",)), (s, ())])
+    inner = tf.debugging.assert_shapes({fixed: (Ellipsis, 3, "K"), a: ("*", 3)})
+    build = {
+        "static_size": _error_of(lambda: tf.debugging.assert_shapes([(fixed, (2, 4, 5))])),
+        "static_shared": _error_of(lambda: tf.debugging.assert_shapes(
+            [(fixed, ("A", "B", "C")), (tf.zeros([3, 3]), ("B", "A"))])),
+        "static_rank": _error_of(lambda: tf.debugging.assert_shapes([(fixed, ("A", "B"))])),
+        "ellipsis_late": _error_of(lambda: tf.debugging.assert_shapes([(fixed, ("A", Ellipsis))])),
+        "not_iterable": _error_of(lambda: tf.debugging.assert_shapes([(fixed, 3)])),
+        "static_ok": _error_of(lambda: tf.debugging.assert_shapes(
+            [(fixed, (2, "B", None)), (tf.zeros([5]), (".",))])),
+        "inner_type": inner.type,
+    }
+    rng = np.random.RandomState(14)
+
+    def run(sess):
+        def attempt(na, nb, nc):
+            return _error_of(lambda: sess.run(check, {a: rng.rand(na, 3), b: rng.rand(nb, 4),
+                                                      c: rng.rand(nc)}))
+        return {**build, "good": attempt(2, 2, 3), "batch_differs": attempt(2, 3, 3),
+                "q_differs": attempt(2, 2, 4),
+                "c_rank": _error_of(lambda: sess.run(check, {a: rng.rand(2, 3), b: rng.rand(2, 4),
+                                                             c: rng.rand(3, 1)})),
+                "inner_ok": _error_of(lambda: sess.run(inner, {a: rng.rand(2, 3)}))}
+    return run

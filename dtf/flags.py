@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import csv
 import difflib
+import os
 import sys
 import textwrap
 
 __all__ = [
     "FLAGS", "FlagValues", "Flag", "Error", "DuplicateFlagError", "IllegalFlagValueError",
+    "CantOpenFlagFileError",
     "UnrecognizedFlagError", "UnparsedFlagAccessError", "ValidationError",
     "DEFINE_string", "DEFINE_integer", "DEFINE_float", "DEFINE_boolean", "DEFINE_bool",
     "DEFINE_list", "DEFINE_enum", "DEFINE_multi_string", "DEFINE_multi_integer",
@@ -46,6 +48,10 @@ class UnrecognizedFlagError(Error):
 
 class UnparsedFlagAccessError(Error):
     """A flag of a FlagValues read before that FlagValues parsed anything."""
+
+
+class CantOpenFlagFileError(Error):
+    """A --flagfile that cannot be read."""
 
 
 class ValidationError(Error):
@@ -361,7 +367,7 @@ class FlagValues:
         if not argv:
             raise ValueError("argv cannot be an empty list, and must contain the program "
                              "name as the first element.")
-        rest, unknown = self._parse_args(list(argv[1:]), known_only)
+        rest, unknown = self._parse_args(expand_flagfiles(list(argv[1:])), known_only)
         if unknown:
             name = unknown[0]
             raise UnrecognizedFlagError(name, suggestions=difflib.get_close_matches(
@@ -438,6 +444,51 @@ class FlagValues:
 
     def main_module_help(self) -> str:
         return self.get_help(main_only=True)
+
+
+def _is_flagfile(arg):
+    return arg in ("--flagfile", "-flagfile") or arg.startswith(("--flagfile=", "-flagfile="))
+
+
+def expand_flagfiles(args, _reading=()):
+    """Replaces each --flagfile=PATH (or "--flagfile PATH") by the flags in that file, in
+    place, as absl does: one per line, blank lines and # or // comments skipped, nested
+    flagfiles expanded, arguments after "--" left alone."""
+    out = []
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if _is_flagfile(arg):
+            if "=" in arg:
+                path = arg.split("=", 1)[1]
+            elif rest:
+                path = rest.pop(0)
+            else:
+                raise IllegalFlagValueError("--flagfile with no argument")
+            out.extend(_flagfile_lines(os.path.expanduser(path.strip("'\"")), _reading))
+            continue
+        out.append(arg)
+        if arg == "--":
+            out.extend(rest)
+            break
+        if arg.startswith("-") and "=" not in arg and rest and not rest[0].startswith("-"):
+            out.append(rest.pop(0))  # the value of "--name value" is never a flagfile
+    return out
+
+
+def _flagfile_lines(path, reading):
+    if not path:
+        return []
+    if path in reading:
+        sys.stderr.write(f"Warning: Hit circular flagfile dependency. Ignoring flagfile: {path}\n")
+        return []
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f]
+    except OSError as e:
+        raise CantOpenFlagFileError(f"ERROR:: Unable to open flagfile: {e}") from None
+    kept = [line for line in lines if line and not line.startswith(("#", "//"))]
+    return expand_flagfiles(kept, reading + (path,))
 
 
 def _flag_help(flag):

@@ -193,3 +193,18 @@ def test_validators_run_at_parse_and_on_assignment():
     with pytest.raises(dtf_flags.IllegalFlagValueError, match="must be even"):
         fv.workers = 5
     assert fv.workers == 4
+
+
+def test_flagfiles_expand_in_place_and_nest(tmp_path):
+    inner = tmp_path / "inner.cfg"
+    inner.write_text("--rate=0.5\n")
+    outer = tmp_path / "outer.cfg"
+    outer.write_text(f"# training settings\n--steps=7\n\n// more\n--flagfile={inner}\n--tag=x\n")
+    fv = dtf_flags.FlagValues()
+    dtf_flags.DEFINE_integer("steps", 1, "steps.", flag_values=fv)
+    dtf_flags.DEFINE_float("rate", 0.1, "rate.", flag_values=fv)
+    dtf_flags.DEFINE_multi_string("tag", [], "tags.", flag_values=fv)
+    rest = fv(["prog", f"--flagfile={outer}", "--steps=9", "--tag", "y", "pos"])
+    assert (fv.steps, fv.rate, fv.tag, rest) == (9, 0.5, ["x", "y"], ["prog", "pos"])
+    with pytest.raises(dtf_flags.CantOpenFlagFileError, match="Unable to open flagfile"):
+        fv(["prog", "--flagfile", str(tmp_path / "missing.cfg")])

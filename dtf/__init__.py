@@ -101,3 +101,4 @@ from dtf.ops.template import make_template  # noqa: F401,E402
 from dtf.ops.custom_gradient import custom_gradient, identity_n  # noqa: F401,E402
 from dtf.ops.gradients import hessians  # noqa: F401,E402
 from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
+from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger

@@ -15,7 +15,8 @@ _log = _logging.getLogger("dtf")
 
 __all__ = ["DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "set_verbosity",
            "get_verbosity", "debug", "info", "warn", "warning", "error", "fatal", "log",
-           "log_every_n", "log_first_n", "log_if", "vlog", "flush", "TaskLevelStatusMessage"]
+           "log_every_n", "log_first_n", "log_if", "vlog", "flush", "TaskLevelStatusMessage",
+           "get_logger"]
 
 
 def _ensure_handler():
@@ -103,3 +104,9 @@ def flush():
     """Flushes the handlers of dtf's logger and the root logger."""
     for handler in _log.handlers + _logging.getLogger().handlers:
         handler.flush()
+
+
+def get_logger():
+    """The Python logger tf.logging writes to (tf.get_logger)."""
+    _ensure_handler()
+    return _log

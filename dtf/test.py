@@ -13,6 +13,7 @@ import random
 import re
 import sys
 import tempfile
+import threading
 import unittest
 
 import numpy as np
@@ -174,6 +175,43 @@ class _NotCollected:
         return self if obj is None else self._fn.__get__(obj, owner)
 
 
+class _CheckedThread:
+    """A thread whose exception fails the test at join(); tearDown fails a test that
+    never joined it."""
+
+    def __init__(self, testcase, target, args=None, kwargs=None):
+        self._testcase, self._target = testcase, target
+        self._args, self._kwargs = tuple(args or ()), dict(kwargs or {})
+        self._thread = threading.Thread(target=self._protected_run)
+        self._exception = None
+        self._joined = False
+
+    def _protected_run(self):
+        try:
+            self._target(*self._args, **self._kwargs)
+        except Exception as e:  # noqa: BLE001 - reported by join()
+            self._exception = e
+
+    def start(self):
+        self._thread.start()
+
+    def join(self):
+        self._thread.join()
+        self._joined = True
+        if self._exception is not None:
+            self._testcase.fail(f"Error in checkedThread: {self._exception}")
+
+    def is_alive(self):
+        return self._thread.is_alive()
+
+    def check_termination(self):
+        if not self._joined:
+            self._testcase.fail("A checked thread was not joined.")
+        if self.is_alive():
+            raise RuntimeError("Thread was not joined with main thread, and is still running "
+                               "when the test finished.")
+
+
 class TestCase(unittest.TestCase):
     """unittest.TestCase with TF's graph, session and array assertions."""
 
@@ -181,6 +219,13 @@ class TestCase(unittest.TestCase):
         super().__init__(methodName)
         self._cached_session = None
         self._cached_graph = None
+        self._threads = []
+
+    def checkedThread(self, target, args=None, kwargs=None):  # noqa: N802 - TF's name
+        """A thread running ``target``; its exception fails the test when joined."""
+        thread = _CheckedThread(self, target, args, kwargs)
+        self._threads.append(thread)
+        return thread
 
     def setUp(self):
         self._clear_cached_session()
@@ -191,6 +236,8 @@ class TestCase(unittest.TestCase):
         set_random_seed(DEFAULT_GRAPH_SEED)
 
     def tearDown(self):
+        for thread in self._threads:
+            thread.check_termination()
         self._clear_cached_session()
 
     def _clear_cached_session(self):

@@ -70,20 +70,25 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None): 
 def _stream_name(stream):
     if isinstance(stream, str) and stream.startswith("file://"):
         return stream
+    from dtf import logging as tf_logging
+    for level, fn in (("info", tf_logging.info), ("warning", tf_logging.warning),
+                      ("warning", tf_logging.warn), ("error", tf_logging.error)):
+        if stream is fn:  # TF also lets tf.print write through tf.logging
+            return f"log({level})"
     if stream is sys.stderr or stream is sys.__stderr__:
         return "stderr"
     if stream is sys.stdout or stream is sys.__stdout__:
         return "stdout"
     raise ValueError(f"Unsupported output stream {stream!r}: tf.print in dtf writes to "
-                     "sys.stderr, sys.stdout or a 'file://' path")
+                     "sys.stderr, sys.stdout, tf.logging.info/warning/error or a 'file://' path")
 
 
 def print(*inputs, **kwargs):  # noqa: A001 - TF's name
     """An op that writes ``inputs`` (tensors, strings, Python values and nests of them)
     when run, separated by ``sep`` and followed by ``end``, to ``output_stream``
-    (sys.stderr by default, sys.stdout, or "file://path"). Tensors show their first and
-    last ``summarize`` elements per dimension, numpy-style. Returns the op: run it, or make
-    it a control dependency."""
+    (sys.stderr by default, sys.stdout, tf.logging.info/warning/error, or "file://path").
+    Tensors show their first and last ``summarize`` elements per dimension, numpy-style.
+    Returns the op: run it, or make it a control dependency."""
     name = kwargs.pop("name", None)
     stream = _stream_name(kwargs.pop("output_stream", sys.stderr))
     summarize = kwargs.pop("summarize", 3)

@@ -148,3 +148,13 @@ def test_make_template_refuses_new_trainable_variables_on_later_calls():
         t(tf.constant(1.0))
     with pytest.raises(ValueError, match="name cannot be None"):
         tf.make_template(None, lambda: None)
+
+
+def test_tf_print_can_write_through_tf_logging(caplog):
+    tf.logging.set_verbosity(tf.logging.INFO)
+    with caplog.at_level(tf.logging.INFO, logger="dtf"), tf.Session() as sess:
+        sess.run(tf.print("loss", tf.constant(0.5), output_stream=tf.logging.info))
+        sess.run(tf.print("careful", output_stream=tf.logging.warning))
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "loss 0.5"), ("WARNING", "careful")]
+    assert tf.get_logger() is tf.logging.get_logger()

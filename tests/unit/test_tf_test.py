@@ -157,3 +157,16 @@ class GradientCheckerTest(tf.test.TestCase):
         x = tf.placeholder(tf.float64, [1])
         with self.assertRaisesRegex(ValueError, "needs a default session"):
             tf.test.compute_gradient(x, [1], x * 2, [1])
+
+
+class CheckedThreadTest(tf.test.TestCase):
+    def test_a_failing_thread_fails_the_test_at_join(self):
+        seen = []
+        ok = self.checkedThread(seen.append, args=[1])
+        bad = self.checkedThread(lambda: 1 / 0)
+        ok.start()
+        bad.start()
+        ok.join()
+        with self.assertRaisesRegex(AssertionError, "Error in checkedThread: division by zero"):
+            bad.join()
+        self.assertEqual(seen, [1])

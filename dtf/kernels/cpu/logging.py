@@ -30,7 +30,11 @@ def print_v1(node):
 
 
 def write_to_stream(stream: str, text: str):
-    """Writes ``text`` to "stderr", "stdout" or "file://path"."""
+    """Writes ``text`` to "stderr", "stdout", "log(info|warning|error)" or "file://path"."""
+    if stream.startswith("log("):
+        from dtf import logging as tf_logging
+        getattr(tf_logging, stream[4:-1])("%s", text.rstrip("\n"))
+        return
     if stream.startswith("file://"):
         with open(stream[len("file://"):], "a", encoding="utf-8") as f:
             f.write(text)

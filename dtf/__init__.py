@@ -65,6 +65,10 @@ from dtf import app, compat, initializers, logging, nn, queue, random, train  # 
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
+_LAZY_MODULES["losses"] = "dtf.losses"
+_LAZY_MODULES["metrics"] = "dtf.metrics"
+_LAZY_MODULES["contrib"] = "dtf.contrib"
+_LAZY_MODULES["layers"] = "dtf.layers"
 
 
 def disable_eager_execution():
@@ -89,6 +93,7 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 )
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
+from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
 from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
 from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
 from dtf.ops.reduction_ops import arg_max, arg_min  # noqa: F401,E402

@@ -20,3 +20,4 @@ from dtf.ops.array_ops import invert_permutation, unsorted_segment_sum  # noqa: 
 from dtf.ops.nn_ops import (  # noqa: F401
     in_top_k, l2_normalize, log_sigmoid, log_softmax, softmax, softplus, softsign, top_k,
 )
+from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402

@@ -1,2 +1,4 @@
 """tf.nn: activations, softmax and cross-entropy, conv2d, pooling, dropout."""
 from dtf.ops.nn_ops import *  # noqa: F401,F403
+from dtf.ops.nn_conv_ops import *  # noqa: F401,F403,E402
+from dtf.ops.nn_norm_ops import *  # noqa: F401,F403,E402

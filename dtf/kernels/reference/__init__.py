@@ -8,4 +8,5 @@ from . import array  # noqa: F401
 from . import math  # noqa: F401
 from . import nn  # noqa: F401
 from . import random  # noqa: F401
+from . import conv_extra  # noqa: F401
 from . import logging  # noqa: F401

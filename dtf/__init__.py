@@ -98,7 +98,9 @@ from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.f
 from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
 from dtf.ops.reduction_ops import arg_max, arg_min  # noqa: F401,E402
 _LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests
-from dtf.ops.logging_ops import Assert, Print, check_numerics, print  # noqa: F401,E402,A004
+from dtf.ops.logging_ops import (  # noqa: F401,E402,A004
+    Assert, Print, add_check_numerics_ops, check_numerics, print,
+)
 from dtf.ops.check_ops import *  # noqa: F401,F403,E402 - tf.assert_* and friends
 from dtf import debugging  # noqa: F401,E402
 from dtf.ops.script_ops import numpy_function, py_func  # noqa: F401,E402

@@ -14,7 +14,7 @@ from dtf.framework.op_registry import NotDifferentiable, RegisterGradient, regis
 
 from .common import convert
 
-__all__ = ["Print", "print", "Assert", "check_numerics"]
+__all__ = ["Print", "print", "Assert", "check_numerics", "add_check_numerics_ops"]
 
 
 @register_op("Print", stateful=True)
@@ -164,3 +164,19 @@ def check_numerics(tensor, message, name=None):
                             "in list of allowed values: bfloat16, float16, float32, float64")
         return _ops.make_tensor("CheckNumerics", [x], {"T": x.dtype, "message": message},
                                 name=scope)
+
+
+def add_check_numerics_ops():
+    """One op that check_numerics every float output (not variables' handles) of the
+    default graph so far, chained in creation order as TF does, so the first NaN or Inf
+    is reported by the op that produced it ("<op name>:<output index> : Tensor had ...")."""
+    from .control_flow_ops import group
+    checks = []
+    for op in _ops.get_default_graph().get_operations():
+        if op.op_def.ref_output:
+            continue
+        for output in op.outputs:
+            if output.dtype.is_floating:
+                with _ops.control_dependencies(checks):
+                    checks = [check_numerics(output, f"{op.name}:{output.value_index}")]
+    return group(*checks)

@@ -251,3 +251,25 @@ def assert_shapes_static_and_at_run_time(tf):
                                                              c: rng.rand(3, 1)})),
                 "inner_ok": _error_of(lambda: sess.run(inner, {a: rng.rand(2, 3)}))}
     return run
+
+
+@case
+def add_check_numerics_ops_reports_the_first_bad_op(tf):
+    x = tf.placeholder(tf.float32, [2])
+    v = tf.Variable([1.0, 2.0], name="v")
+    y = tf.log(x) * v
+    z = tf.sqrt(y)
+    count = tf.size(z)
+    check = tf.add_check_numerics_ops()
+
+    def run(sess):
+        def outcome(feed):
+            try:
+                sess.run(check, {x: feed})
+            except tf.errors.InvalidArgumentError as e:
+                return "InvalidArgumentError: " + e.message.split(" : ")[0].splitlines()[-1]
+            return "ok"
+        return {"fine": outcome([1.0, 2.0]), "log_of_negative": outcome([-1.0, 2.0]),
+                "sqrt_of_negative": outcome([0.5, 2.0]), "type": check.type,
+                "count": sess.run(count, {x: [1.0, 2.0]})}
+    return run

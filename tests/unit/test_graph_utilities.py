@@ -158,3 +158,14 @@ def test_tf_print_can_write_through_tf_logging(caplog):
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("INFO", "loss 0.5"), ("WARNING", "careful")]
     assert tf.get_logger() is tf.logging.get_logger()
+
+
+def test_py_func_takes_a_gradient_through_gradient_override_map():
+    """TF1's usual way to differentiate a py_func: override PyFunc's gradient."""
+    @tf.RegisterGradient("CubeGrad")
+    def _cube_grad(op, grad):
+        return [grad * 3.0 * tf.square(op.inputs[0])]
+    x = tf.constant([1.0, 2.0])
+    with tf.get_default_graph().gradient_override_map({"PyFunc": "CubeGrad"}):
+        y = tf.py_func(lambda v: v ** 3, [x], tf.float32)
+    np.testing.assert_allclose(run(tf.gradients(y, x))[0], [3.0, 12.0])

@@ -379,31 +379,36 @@ class FlagValues:
 
     def _parse_args(self, args, known_only):
         flags = self._flags()
-        rest, unknown = [], []
+        pending = []  # (flag name or None for a positional argument, the argument), in order
+        undefok = set()
         it = iter(args)
         for arg in it:
             if not arg.startswith("-"):
-                rest.append(arg)
+                pending.append((None, arg))
                 continue
             if arg == "--":
                 if known_only:
-                    rest.append(arg)
+                    pending.append((None, arg))
                 break
             body = arg[2:] if arg.startswith("--") else arg[1:]
             name, eq, value = body.partition("=")
             if not name:
-                rest.append(arg)
+                pending.append((None, arg))
                 continue
             value = value if eq else None
+
+            def value_or_next():
+                try:
+                    return value if value is not None else next(it)
+                except StopIteration:
+                    raise Error(f"Missing value for flag {arg}") from None
+            if name == "undefok":  # --undefok=a,b: these may appear undefined, silently
+                names = {n.strip() for n in value_or_next().split(",")}
+                undefok |= names | {"no" + n for n in names}
+                continue
             flag = flags.get(name)
             if flag is not None:
-                if flag.boolean and value is None:
-                    value = "true"
-                elif value is None:
-                    try:
-                        value = next(it)
-                    except StopIteration:
-                        raise Error(f"Missing value for flag {arg}") from None
+                value = "true" if flag.boolean and value is None else value_or_next()
             elif name.startswith("no") and len(name) > 2:
                 negated = flags.get(name[2:])
                 if negated is not None and negated.boolean:
@@ -411,9 +416,15 @@ class FlagValues:
                         raise ValueError(f"{arg} does not take an argument")
                     flag, value = negated, "false"
             if flag is None:
-                (rest if known_only else unknown).append(arg if known_only else name)
+                pending.append((name, arg))
                 continue
             flag.parse(value)
+        rest, unknown = [], []
+        for name, arg in pending:
+            if name is None or (known_only and name not in undefok):
+                rest.append(arg)
+            elif name not in undefok:
+                unknown.append(name)
         rest.extend(it)
         return rest, unknown
 

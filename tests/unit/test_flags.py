@@ -208,3 +208,13 @@ def test_flagfiles_expand_in_place_and_nest(tmp_path):
     assert (fv.steps, fv.rate, fv.tag, rest) == (9, 0.5, ["x", "y"], ["prog", "pos"])
     with pytest.raises(dtf_flags.CantOpenFlagFileError, match="Unable to open flagfile"):
         fv(["prog", "--flagfile", str(tmp_path / "missing.cfg")])
+
+
+def test_undefok_lets_named_flags_be_undefined():
+    fv = dtf_flags.FlagValues()
+    dtf_flags.DEFINE_integer("n", 1, "n.", flag_values=fv)
+    assert fv(["prog", "--old=1", "--n=2", "--noquiet", "--undefok=old,quiet", "x"]) == ["prog", "x"]
+    assert fv.n == 2
+    assert fv(["prog", "--old=1", "--other", "--undefok", "old"], known_only=True) == ["prog", "--other"]
+    with pytest.raises(dtf_flags.UnrecognizedFlagError, match="'other'"):
+        fv(["prog", "--old=1", "--other", "--undefok=old"])

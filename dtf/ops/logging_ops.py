@@ -101,6 +101,7 @@ def print(*inputs, **kwargs):  # noqa: A001 - TF's name
             if i:
                 pieces[-1] += sep
             _add_item(item, pieces, tensors)
+        # TF writes a lone scalar string tensor as it is; inside anything else, quoted.
         raw = (len(inputs) == 1 and len(tensors) == 1 and pieces == ["", ""]
                and tensors[0].dtype == dtypes.string and tensors[0].shape.ndims == 0)
         attrs = {"template": pieces, "end": end, "output_stream": stream,
@@ -140,6 +141,9 @@ def _add_item(item, pieces, tensors):
 
 
 class _Marker(str):
+    """A tensor's slot in str() of a nest: its repr is the bare marker (a plain str would
+    be quoted inside a list or dict), so the text splits cleanly around it."""
+
     def __repr__(self):
         return str(self)
 

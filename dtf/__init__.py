@@ -59,10 +59,23 @@ from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
+from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sort_ops import *  # noqa: F401,F403,E402
+from dtf.ops.matrix_ops import *  # noqa: F401,F403,E402
+from dtf.ops.tensordot_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_solve_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_decomp_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
+from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
+from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
+from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
+from dtf.ops.math_ops import accumulate_n  # noqa: F401,E402
 from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
+_LAZY_MODULES["linalg"] = "dtf.linalg"
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 _LAZY_MODULES["losses"] = "dtf.losses"
@@ -105,7 +118,7 @@ from dtf.ops.check_ops import *  # noqa: F401,F403,E402 - tf.assert_* and friend
 from dtf import debugging  # noqa: F401,E402
 from dtf.ops.script_ops import numpy_function, py_func  # noqa: F401,E402
 from dtf.ops.template import make_template  # noqa: F401,E402
-from dtf.ops.custom_gradient import custom_gradient, identity_n  # noqa: F401,E402
+from dtf.ops.custom_gradient import custom_gradient  # noqa: F401,E402
 from dtf.ops.gradients import hessians  # noqa: F401,E402
 from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
 from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger

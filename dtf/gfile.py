@@ -1,5 +1,5 @@
 """tf.gfile: TF 1.x's CamelCase file API; the same functions as tf.io.gfile."""
-from dtf.io.gfile import FileStatistics, GFile  # noqa: F401
+from dtf.io.gfile import GFile  # noqa: F401
 from dtf.io.gfile import copy as Copy  # noqa: F401
 from dtf.io.gfile import exists as Exists  # noqa: F401
 from dtf.io.gfile import glob as Glob  # noqa: F401

@@ -100,8 +100,11 @@ class Progress:
             return [f"[checkpoint] {task} wrote {message.get('path')} at global step {step}"]
         return []
 
-    def finished(self, name: str, code: int):
-        self._state[name] = "done" if code == 0 else f"failed ({code})"
+    def finished(self, name: str, code):
+        """``code``: the replica's exit code, or "stopped" (because another one failed)."""
+        if self._state.get(name, "running") == "stopped":
+            return
+        self._state[name] = code if isinstance(code, str) else "done" if code == 0 else f"failed ({code})"
 
     def _step_text(self) -> str:
         if self.global_step is None:
@@ -112,18 +115,24 @@ class Progress:
         value = rate.per_s()
         return "-" if value is None else f"{value:.1f}"
 
-    def table(self) -> Table:
-        table = Table(title=f"global step {self._step_text()}   "
-                            f"{self._rate_text(self._global_rate)} steps/s", title_justify="left")
+    def table(self, width: int = 80) -> Table:
+        """The live table for a terminal ``width`` wide: its title on one line, and the
+        checkpoint's path shortened in its middle so that the caption fits too."""
+        title = f"global step {self._step_text()}   {self._rate_text(self._global_rate)} steps/s"
+        caption = None
+        if self.checkpoint:
+            task, path, step = self.checkpoint
+            rest = f" (global step {step}, by {task})"
+            room = width - len("last checkpoint: ") - len(rest)
+            caption = f"last checkpoint: {ellipsize_middle(str(path), room)}{rest}"
+        table = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
+                      min_width=min(width, max(len(title), len(caption or ""))))
         for column in ("replica", "state", "step", "steps/s"):
             table.add_column(column)
         for name in self._rates:
             local = self._local.get(name)
             table.add_row(name, self._state.get(name, "running"), "-" if local is None else f"{local:g}",
                           self._rate_text(self._rates[name]))
-        if self.checkpoint:
-            task, path, step = self.checkpoint
-            table.caption = f"last checkpoint: {path} (global step {step}, by {task})"
         return table
 
     def plain_line(self, now: float, force: bool = False):
@@ -135,3 +144,13 @@ class Progress:
             return None
         self._last_plain = (now, self.global_step)
         return f"[progress] global step {self._step_text()}, {self._rate_text(self._global_rate)} steps/s"
+
+
+def ellipsize_middle(text: str, width: int) -> str:
+    """``text`` with its middle replaced by '…' to fit ``width`` (its end, the file name,
+    matters most, then its start)."""
+    width = max(width, 12)
+    if len(text) <= width:
+        return text
+    tail = (width - 1) * 2 // 3
+    return text[:width - 1 - tail] + "…" + text[len(text) - tail:]

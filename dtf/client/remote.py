@@ -16,6 +16,7 @@ from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime import service as _service
 from dtf.wire import transport
+from . import cluster_keys
 from .config import DeviceStepStats, NodeExecStats, RunOptions
 
 log = logging.getLogger("dtf")
@@ -76,6 +77,7 @@ class _MasterChannel:
         self._client = None
         self._connected = False
         self._incarnation = None
+        self._keys = None  # cluster_keys.KeyChoice, chosen with the first remote call
 
     @property
     def service(self):
@@ -86,7 +88,8 @@ class _MasterChannel:
         if svc is not None:
             return svc.dispatch(msg)
         if self._client is None:
-            self._client = transport.Client()
+            self._keys = cluster_keys.for_target(self.address)
+            self._client = transport.Client(self._keys.keys)
         if not self._connected:
             self._wait_for_master(timeout_s)
         try:
@@ -104,13 +107,19 @@ class _MasterChannel:
             bound = min(bound, limit_s)
         start = time.monotonic()
         last_log = start
+        # The first ping is short: a task that cannot answer us (other keys) is told at once.
+        wait_s = 0.5
         while True:
             try:
-                reply = self._client.ping(self.address, min(2.0, max(bound, 0.1)))
+                reply = self._client.ping(self.address, min(wait_s, max(bound, 0.1)))
                 self._incarnation = reply.get("incarnation")
                 self._connected = True
                 return
             except transport.Unreachable:
+                wait_s = 2.0
+                refused = cluster_keys.refusal(self.address, self._keys)
+                if refused:  # waiting longer cannot help: say what would
+                    raise errors.UnauthenticatedError(None, None, refused) from None
                 now = time.monotonic()
                 if now - start >= bound:
                     raise errors.UnavailableError(

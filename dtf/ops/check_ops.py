@@ -16,6 +16,8 @@ from . import array_ops, math_ops, reduction_ops
 from .common import const_value
 from .control_flow_ops import no_op, with_dependencies
 from .logging_ops import Assert, check_numerics
+# TF exports these under tf.debugging too; one definition, with tf.math's.
+from .special_math_ops import is_non_decreasing, is_strictly_increasing  # noqa: F401
 
 __all__ = [
     "assert_equal", "assert_none_equal", "assert_near", "assert_less", "assert_less_equal",
@@ -286,25 +288,6 @@ def assert_same_float_dtype(tensors=None, dtype=None):
 def is_numeric_tensor(tensor):
     """Whether ``tensor`` is a Tensor of a numeric dtype."""
     return isinstance(tensor, _ops.Tensor) and tensor.dtype.is_numeric
-
-
-def _monotonic(name, default_name, x, compare):
-    with _ops.name_scope(name, default_name, [x]):
-        flat = array_ops.reshape(_to_tensor(x, "x"), [-1])
-        if not is_numeric_tensor(flat):
-            raise TypeError(f"Expected x to be numeric, instead found: {flat}")
-        diff = flat[1:] - flat[:-1]
-        return reduction_ops.reduce_all(compare(_to_tensor(0, None, dtype=diff.dtype), diff))
-
-
-def is_non_decreasing(x, name=None):
-    """A bool scalar: x (flattened) never decreases; True for fewer than 2 elements."""
-    return _monotonic(name, "is_non_decreasing", x, math_ops.less_equal)
-
-
-def is_strictly_increasing(x, name=None):
-    """A bool scalar: x (flattened) always increases; True for fewer than 2 elements."""
-    return _monotonic(name, "is_strictly_increasing", x, math_ops.less)
 
 
 def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):

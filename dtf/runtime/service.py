@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dtf.framework import errors
 from dtf.runtime.executor import ignore_float_errors_on_this_thread
 from dtf.runtime.master import Master
+from dtf.runtime.step_log import StepLog
 from dtf.runtime.worker import Worker
 from dtf.wire import security as security_mod
 from dtf.wire import transport
@@ -359,6 +360,7 @@ class TaskService:
         self.peers = Peers(cluster, self.task, self, transport.Client(security))
         self.worker = Worker(self.task, self.peers.push_tensors, state, inter_op_threads)
         self.master = Master(self.task, cluster, self.peers)
+        self.step_log = StepLog(self.task)
         self._handlers = {
             "RegisterGraph": self.worker.register_graph,
             "RunGraph": self.worker.run_graph,
@@ -367,7 +369,7 @@ class TaskService:
             "Status": self.status,
             "CreateSession": self.master.create_session,
             "ExtendSession": self.master.extend_session,
-            "RunStep": self.master.run_step,
+            "RunStep": self.step_log.wrap_run(self.master.run_step),
             "CloseSession": self.master.close_session,
             "ResetCluster": self.master.reset,
             "ListDevices": self.master.list_devices,
@@ -378,7 +380,8 @@ class TaskService:
             "AbortStep": self.worker.abort_step,
         }
         # A quick partition runs on the I/O thread (no thread hand-off per step).
-        deferred = {"RunGraph": self.worker.start_graph, "RunStep": self.master.start_step}
+        deferred = {"RunGraph": self.worker.start_graph,
+                    "RunStep": self.step_log.wrap_start(self.master.start_step)}
         # A refused tensor push must fail its step here, not leave it waiting for the tensor.
         on_refused = {"Tensor": self.worker.tensor_refused}
         self._loop = transport.ServerLoop(self.address, self._handlers, self._inline, self.task,

@@ -89,7 +89,8 @@ def test_between_graph_async_one_ps_two_workers_by_flags(tmp_path):
     final = int(tf.train.load_variable(str(ckpt), "global_step"))
     assert 60 <= final <= 61  # both workers may run their last step at once
     assert f"final global step {final}" in chief_out
-    assert "Waiting for model to be ready" in results[1][1] or "worker 1 done" in results[1][1]
+    assert "Waiting for model to be ready" in results[1][1] or "worker 1 done" in results[1][1] \
+        or "worker 1 did no step" in results[1][1]
 
 
 def test_in_graph_replication_over_two_workers(make_cluster):

@@ -1,6 +1,7 @@
 """Partitioning (dtf/partition.py): placed NodeDefs -> per-device NodeDef lists with
 _Send/_Recv pairs, after ``localize`` copies constants and NoOps next to their consumers."""
 import collections
+import contextlib
 
 import numpy as np
 import pytest
@@ -301,17 +302,22 @@ def test_chained_noops_copied_across_devices_keep_what_the_copies_name():
 # ---- the optimizer step ------------------------------------------------------------------
 
 
-def mlp(seed=3):
-    """A two-layer MLP: variables on the ps, compute on the worker (TF1's classic layout)."""
+def mlp(seed=3, pinned=True):
+    """A two-layer MLP: variables on the ps, compute on the worker (TF1's classic layout).
+    Unpinned, the same graph runs in a plain local Session (which, as TF's, refuses
+    devices of jobs it does not have)."""
+    def on(device):
+        return tf.device(device) if pinned else contextlib.nullcontext()
+
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(seed)
-        with tf.device("/job:ps/task:0"):
+        with on("/job:ps/task:0"):
             w1 = tf.Variable(tf.random_normal([4, 8], seed=1), name="w1")
             b1 = tf.Variable(tf.zeros([8]), name="b1")
             w2 = tf.Variable(tf.random_normal([8, 1], seed=2), name="w2")
             gs = tf.train.get_or_create_global_step()
-        with tf.device("/job:worker/task:0"):
+        with on("/job:worker/task:0"):
             x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4) / 10.0, name="x")
             t = tf.constant([[1.0], [0.0], [-1.0]], name="t")
             h = tf.nn.relu(tf.matmul(x, w1) + b1)
@@ -370,7 +376,7 @@ def in_process_cluster(monkeypatch):
 
 
 def train_losses(target, steps=4):
-    g, m = mlp()
+    g, m = mlp(pinned=bool(target))
     with tf.Session(target, graph=g) as sess:
         sess.run(m["init"])
         losses = [sess.run([m["train"], m["loss"]])[1] for _ in range(steps)]

@@ -139,6 +139,7 @@ class FileWriter:
         self._logdir = str(logdir)
         self._options = (max_queue, flush_secs, filename_suffix or "")
         self._seen_summary_tags = set()
+        self._run_metadata_tags = set()
         with as_tf_errors():  # e.g. a read-only logdir: PermissionDeniedError naming it
             os.makedirs(self._logdir, exist_ok=True)
             self._logger = _EventLogger(self._logdir, *self._options)
@@ -182,6 +183,16 @@ class FileWriter:
                 value.ClearField("metadata")
             else:
                 self._seen_summary_tags.add(value.tag)
+
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Stores a traced step's RunMetadata under ``tag`` (once per tag, as in TF1) for
+        TensorBoard's per-step compute-time view."""
+        from dtf.summary.run_metadata import serialize_run_metadata
+        if tag in self._run_metadata_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._run_metadata_tags.add(tag)
+        tagged = proto.TaggedRunMetadata(tag=tag, run_metadata=serialize_run_metadata(run_metadata))
+        self._add_event(proto.Event(tagged_run_metadata=tagged), global_step)
 
     def add_session_log(self, session_log, global_step=None):
         self._add_event(proto.Event(session_log=session_log), global_step)

@@ -18,3 +18,4 @@ from . import special  # noqa: F401
 from . import nn_extra  # noqa: F401
 from . import array_extra  # noqa: F401
 from . import linalg_decomp  # noqa: F401
+from . import logging  # noqa: F401

@@ -22,7 +22,7 @@ import time
 import zmq
 
 from dtf.framework import errors
-from . import codec, lane as _lane, security as _security, shm
+from . import codec, lane as _lane, limits, security as _security, shm
 
 log = logging.getLogger("dtf.wire")
 
@@ -34,6 +34,9 @@ _POLL_SLICE_MS = 500
 PING_EVERY_S = 2.0  # how often a caller waiting for a reply checks that its peer lives
 PING_TIMEOUT_S = 3.0  # a peer silent this long to a ping is taken for dead
 STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is dropped
+# A connection that has not finished ZeroMQ's handshake by then is dropped: idle ones
+# opened by a local user without keys hold a descriptor no longer than this.
+HANDSHAKE_S = 5.0
 
 
 # The hot paths call pyzmq's compiled socket methods with plain-int flags: its Python layer
@@ -107,14 +110,17 @@ def tcp_endpoint(address: str) -> str:
     return f"tcp://{host}:{port}"
 
 
-# Tasks on this host's loopback also listen on a Unix socket: a ZeroMQ round trip through
-# it took 67 us here against 82 us over TCP (40 kB messages: 99 against 128 us). Linux's
-# abstract socket names belong to the network namespace, as the loopback interface does,
-# so "127.0.0.1:P" names one task through either, and no file is left behind when it
-# exits. DTF_IPC=0 turns this off (then every task is reached over TCP, as between hosts).
+# Tasks on this host's loopback also serve same-host clients without keys over a lane
+# (dtf.wire.lane), an abstract Unix socket whose name is random and learned from the task
+# over its TCP port: abstract names carry no permissions, so a fixed name could be taken
+# first by another local user, who would then receive the clients' graphs and feeds. Only
+# the task that owns the TCP port can tell a client its lane, and the client checks that
+# the process behind the lane is the one that told it (SO_PEERCRED). ZeroMQ listens on TCP
+# alone: its Unix socket listener aborts the process when an accept finds no descriptor
+# left. DTF_IPC=0 turns lanes off (then every task is reached over TCP, as between hosts).
 _LOOPBACK_HOSTS = frozenset(("127.0.0.1", "localhost", ""))
 _ALL_INTERFACES = frozenset(("0.0.0.0", "*"))
-_IPC_PREFIX = "dtf-tcp-127.0.0.1:"
+LANE_PROBE_TIMEOUT_S = 1.0  # how long a new client socket waits for a task to name its lane
 
 
 def ipc_enabled() -> bool:
@@ -128,11 +134,11 @@ def _loopback_port(address: str, hosts) -> int | None:
     return None
 
 
-def _unix_socket_listens(name: str) -> bool:
-    # A connection closed at once (~10 us): ZeroMQ's listener drops it before any greeting.
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _tcp_listens(port: int) -> bool:
+    # A connection closed at once (~30 us): refused at once when nothing listens.
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        probe.connect("\0" + name)
+        probe.connect(("127.0.0.1", port))
         return True
     except OSError:
         return False
@@ -140,26 +146,60 @@ def _unix_socket_listens(name: str) -> bool:
         probe.close()
 
 
-def lane_name(port) -> str:
-    return f"dtf-lane-127.0.0.1:{port}"
+# What this process learned from tasks on this host: port -> (lane name, pid of the task).
+_known_lanes: dict = {}
+
+
+def ask_lane(port: int, timeout_s: float = LANE_PROBE_TIMEOUT_S):
+    """(lane name, pid) of the task that owns 127.0.0.1:``port``, asked over TCP (a
+    ``Lane`` message); None when nothing listens there, it does not answer in time, or it
+    serves no lane."""
+    if not _tcp_listens(port):
+        return None
+    sock = context().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.connect(tcp_endpoint(f"127.0.0.1:{port}"))
+        send_frames(sock, codec.encode({"type": "Lane", "id": next(_ids)}))
+        if not readable(sock, int(timeout_s * 1000)):
+            return None
+        reply = codec.decode(recv_frames(sock))
+    except (zmq.ZMQError, codec.WireError):
+        return None
+    finally:
+        sock.close(0)
+    name, pid = reply.get("lane"), reply.get("pid")
+    if type(name) is not str or not name.startswith(_lane.NAME_PREFIX) or len(name) > 100 \
+            or type(pid) is not int:
+        return None
+    return name, pid
+
+
+def connect_lane(port: int, blocking: bool = True):
+    """A lane to the task that owns 127.0.0.1:``port``, or None (then use TCP)."""
+    known = _known_lanes.get(port)
+    if known is not None:
+        ln = _lane.connect(*known, blocking=blocking)
+        if ln is not None:
+            return ln
+        _known_lanes.pop(port, None)  # the task is gone, or another process holds its name
+    known = ask_lane(port)
+    if known is None:
+        return None
+    ln = _lane.connect(*known, blocking=blocking)
+    if ln is not None:
+        _known_lanes[port] = known
+    return ln
 
 
 def connect_endpoint(address: str) -> str:
-    """Where a new client socket reaches ``address``: the task's Unix socket when the
-    address is on this host's loopback and a task listens there now, else TCP. Asking
-    first keeps a client working with a task started with DTF_IPC=0 (or one that does not
-    listen there); a socket made before its task started stays on TCP."""
-    port = _loopback_port(address, _LOOPBACK_HOSTS)
-    if port is not None and _unix_socket_listens(_IPC_PREFIX + str(port)):
-        return f"ipc://@{_IPC_PREFIX}{port}"
+    """Where a new ZeroMQ client socket reaches ``address``."""
     return tcp_endpoint(address)
 
 
 def bind_endpoints(address: str) -> list:
-    """Where a task serving ``address`` listens: TCP, plus the Unix socket that clients of
-    its loopback address connect to (also when it listens on every interface)."""
-    port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
-    return [tcp_endpoint(address)] + ([f"ipc://@{_IPC_PREFIX}{port}"] if port is not None else [])
+    """Where a task serving ``address`` listens through ZeroMQ."""
+    return [tcp_endpoint(address)]
 
 
 def _wait_released(endpoints, limit_s=2.0):
@@ -173,16 +213,11 @@ def _wait_released(endpoints, limit_s=2.0):
 
 
 def _bindable(endpoint: str) -> bool:
-    scheme, _, where = endpoint.partition("://")
-    if scheme == "ipc":  # an abstract name, "@name"
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        target = "\0" + where[1:]
-    else:
-        host, _, port = where.rpartition(":")
-        host = "" if host in _ALL_INTERFACES else host.strip("[]")
-        probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZeroMQ binds
-        target = (host, int(port))
+    host, _, port = endpoint.partition("://")[2].rpartition(":")
+    host = "" if host in _ALL_INTERFACES else host.strip("[]")
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZeroMQ binds
+    target = (host, int(port))
     try:
         probe.bind(target)
         return True
@@ -250,14 +285,14 @@ class Client:
         return s
 
     def _lane(self, address):
-        """A same-host lane to ``address`` when its task listens on one (dtf.wire.lane):
+        """A same-host lane to ``address`` when its task serves one (dtf.wire.lane):
         only without cluster keys, since the lane is not encrypted."""
         if self._security is not None:
             return None
         port = _loopback_port(address, _LOOPBACK_HOSTS)
         if port is None:
             return None
-        ln = _lane.connect(lane_name(port), blocking=not self.queue_sends)
+        ln = connect_lane(port, blocking=not self.queue_sends)
         if ln is not None:
             ln.on_blocked = self.on_lane_blocked
         return ln
@@ -501,7 +536,7 @@ class ServerLoop:
                  max_message_bytes=None, deferred=None, on_refused=None, thread_init=None):
         self.address = address
         self._handlers = handlers
-        self._inline = inline
+        self._inline = dict(inline, Lane=self._describe_lane)
         self._deferred = deferred or {}
         self._on_refused = on_refused or {}  # type -> fn(header, error) for refused one-way messages
         self._soon = collections.deque()  # call_soon's functions, run by the I/O thread
@@ -521,9 +556,14 @@ class ServerLoop:
         self._sweeping = False
         self._task = task_name
         self._max_bytes = max_message_bytes or _security.max_message_bytes()
+        # A flood of idle connections meets the hard limit on descriptors, not the soft
+        # default of 1,024; each one that completes no handshake is dropped after
+        # HANDSHAKE_S (ZeroMQ's default: 30 s), keyed or not.
+        limits.raise_open_file_limit()
         self._ctx = context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
+        self._router.setsockopt(zmq.HANDSHAKE_IVL, int(HANDSHAKE_S * 1000))
         # Messages over the limit get an error reply. ZeroMQ itself drops a peer whose frame
         # exceeds twice the limit before allocating it, so no message can make a task
         # allocate without bound. dtf clients check the limit before sending (Client.send).
@@ -543,8 +583,12 @@ class ServerLoop:
         self._lanes: dict = {}  # ident -> accepted lane
         self._lane_generation = 0
         port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
-        self._lane_listener = (_lane.listen(lane_name(port))
-                               if security is None and port is not None else None)
+        self.lane_name = _lane.new_name(port) if security is None and port is not None else None
+        # A name taken (by chance: it is random) leaves the task on TCP alone.
+        self._lane_listener = _lane.listen(self.lane_name) if self.lane_name else None
+        if self._lane_listener is None:
+            self.lane_name = None
+        self._lane_chunk = bytearray(_lane.READ_BYTES)  # the I/O thread reads every lane into it
         # Other threads hand the I/O thread their replies ((ident, frames), in order) and
         # functions to run (call_soon), then wake it.
         self._outbox = collections.deque()
@@ -751,8 +795,14 @@ class ServerLoop:
                 watched.append((sock.fd, _POLLIN | (_POLLOUT if sock.pending else 0)))
         return watched, lanes
 
+    def _describe_lane(self, msg):
+        """Answers ``Lane`` (over TCP: only the task that owns the port gets the question):
+        where same-host clients without keys reach this task faster, and the process
+        they must find there."""
+        return {"lane": self.lane_name, "pid": os.getpid()}
+
     def _accept_lanes(self):
-        for ln in _lane.accept(self._lane_listener, self._max_bytes):
+        for ln in _lane.accept(self._lane_listener, self._max_bytes, self._lane_chunk):
             ln.on_blocked = self._writing.add
             self._lanes[ln.ident] = ln
             self._lane_generation += 1

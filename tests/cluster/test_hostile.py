@@ -1,0 +1,247 @@
+"""A local user without keys (or a careless key holder) against a task process: floods of
+idle connections, sockets squatted before a task binds them, half-sent messages, huge
+declared sizes. Every task and socket here is on 127.0.0.1, bounded, and stopped by PID.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import dtf as tf
+from dtf.train.server import free_port
+from dtf.wire import security
+from tests.cluster.conftest import REPO
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")]
+
+FLOOD = 5000
+
+
+class Task:
+    """One task process on 127.0.0.1, started with a soft limit of 1,024 open files (what
+    a login shell hands out) under the hard limit this process has."""
+
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.proc = None
+
+    def start(self, timeout=30.0):
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+        def low_soft_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dtf.runtime.standalone",
+             f"--cluster_spec=local|{self.address}", "--job_name=local", "--task_index=0"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, text=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"), preexec_fn=low_soft_limit)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if "listening on" in line:
+                return self
+            if self.proc.poll() is not None:
+                break
+        self.stop()
+        raise AssertionError(f"task at {self.address} did not start: {line}{self.output()}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def output(self) -> str:
+        return self.proc.stdout.read() if self.proc.poll() is not None else ""
+
+    def fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def rss_mib(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def tasks():
+    started = []
+
+    def start(port=None):
+        started.append(Task(port).start())
+        return started[-1]
+
+    yield start
+    for t in started:
+        t.stop()
+
+
+@pytest.fixture
+def keys(tmp_path, monkeypatch):
+    path = tmp_path / "cluster.key"
+    security.ClusterKeys.generate().save(path)
+    monkeypatch.setenv(security.ENV_KEYS, str(path))  # inherited by the task processes
+
+
+@pytest.fixture
+def many_files():
+    """Room in this process for the connections a test opens."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < FLOOD + 512:
+        pytest.skip(f"the hard limit on open files ({hard}) is too low to open {FLOOD}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (FLOOD + 512 if hard == resource.RLIM_INFINITY
+                                                else hard, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _open(family, target, n):
+    """``n`` idle connections (non-blocking connects: the listener's queue takes them)."""
+    conns = []
+    for _ in range(n):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(target)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:  # a listener's queue full: an abstract socket refuses at once
+            s.close()
+            continue
+        conns.append(s)
+    return conns
+
+
+def _close(conns):
+    for s in conns:
+        s.close()
+    conns.clear()
+
+
+def _wait_for(predicate, within_s):
+    deadline = time.monotonic() + within_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return predicate()
+
+
+def _doubled(address, value):
+    """A run through a new session (so new connections to the task) of x * 2."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        y = x * 2.0
+        with tf.Session(f"grpc://{address}") as sess:
+            return sess.run(y, {x: value}, options=tf.RunOptions(timeout_in_ms=10_000))
+
+
+# -- 1. a flood of idle connections from a user without keys --------------------------
+
+def test_a_flood_of_idle_connections_neither_kills_a_curve_task_nor_starves_keyed_clients(
+        keys, tasks, many_files, monkeypatch):
+    monkeypatch.setenv("DTF_CONNECT_TIMEOUT_S", "10")  # a dead task fails the run, never hangs
+    task = tasks()
+    flood = _open(socket.AF_INET, ("127.0.0.1", task.port), FLOOD)
+    try:
+        # The task takes the connections off its queue (ZeroMQ has a backlog of 100): wait
+        # until it holds more than the 1,024 descriptors it was started with.
+        assert _wait_for(lambda: not task.alive() or task.fds() > 1100, 15), task.fds()
+        assert _doubled(task.address, 3.0) == 6.0  # a keyed client, during the flood
+        assert task.alive(), task.output()
+    finally:
+        _close(flood)
+    assert _doubled(task.address, 4.0) == 8.0  # and after it
+    assert task.alive(), task.output()
+
+
+# -- 2. same-host sockets squatted by another local process ---------------------------
+
+def _squat(name):
+    """A listener on abstract Unix name ``name`` that takes whatever connects to it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind("\0" + name)
+    s.listen(16)
+    s.setblocking(False)
+    return s
+
+
+def _heard(squatters) -> bytes:
+    """What clients sent the squatters (a client may connect and leave at once: it checks
+    who listens before it sends anything)."""
+    heard = b""
+    for s in squatters:
+        while True:
+            try:
+                conn = s.accept()[0]
+            except BlockingIOError:
+                break
+            conn.setblocking(False)
+            try:
+                heard += conn.recv(1 << 16)
+            except BlockingIOError:
+                pass
+            conn.close()
+    return heard
+
+
+def _lane_names(port):
+    """The abstract names that a task at ``port`` listens on for lanes (any user can
+    read them from /proc/net/unix)."""
+    with open("/proc/net/unix") as f:
+        names = [line.split()[-1] for line in f.readlines()[1:] if len(line.split()) >= 8]
+    return sorted({n[1:] for n in names  # accepted connections are listed under it too
+                   if n.startswith((f"@dtf-lane-{port}-", f"@dtf-lane-127.0.0.1:{port}"))})
+
+
+@pytest.mark.parametrize("mode", ["plain", "curve"])
+def test_a_task_whose_unix_socket_names_are_taken_starts_and_its_clients_bypass_them(
+        mode, tasks, request, monkeypatch):
+    if mode == "curve":
+        request.getfixturevalue("keys")
+    monkeypatch.setenv("DTF_CONNECT_TIMEOUT_S", "10")
+    port = free_port()
+    # The names same-host sockets had, taken before the task starts.
+    squatters = [_squat(f"dtf-lane-127.0.0.1:{port}"), _squat(f"dtf-tcp-127.0.0.1:{port}")]
+    try:
+        task = tasks(port)
+        assert _doubled(task.address, 5.0) == 10.0
+        assert _heard(squatters) == b"", "a client talked to the squatter"
+    finally:
+        _close(squatters)
+
+
+def test_a_lane_name_taken_over_after_its_task_died_gets_no_client(tasks, monkeypatch):
+    """The lane's random name is public (/proc/net/unix): another process may bind it once
+    the task is gone. A client that knew it must not talk to that process."""
+    monkeypatch.setenv("DTF_CONNECT_TIMEOUT_S", "10")
+    task = tasks()
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        y = x * 2.0
+        with tf.Session(f"grpc://{task.address}") as sess:
+            assert sess.run(y, {x: 1.0}) == 2.0
+            names = _lane_names(task.port)
+            assert names, "the task serves no lane"
+            task.stop()
+            squatters = [_squat(n) for n in names]
+            try:
+                task = tasks(task.port)  # the task comes back on its port
+                assert _doubled(task.address, 6.0) == 12.0
+                assert _heard(squatters) == b"", "a client talked to the squatter"
+            finally:
+                _close(squatters)

@@ -313,10 +313,13 @@ class PartialStreams:
     """The streams one sender has in flight to this receiver: ``add`` copies a Part into
     place; ``take`` (used by ``decode`` for ``{"@r": id}``) hands over a complete one.
     Parts of one stream arrive in order (one socket), so a stream is a buffer and a count.
-    A stream over ``max_bytes`` is not stored: its message is refused (StreamTooLarge)."""
+    A stream over ``max_bytes``, or over what is left of ``budget`` (all senders' streams
+    together), is not stored: its message is refused (StreamTooLarge). ``close`` gives
+    back to ``budget`` what streams never taken held."""
 
-    def __init__(self, max_bytes: int | None = None):
+    def __init__(self, max_bytes: int | None = None, budget=None):
         self._max_bytes = max_bytes
+        self._budget = budget  # the task's limits.InflightBudget, for all its senders
         self._streams: dict = {}  # id -> [uint8 array, bytes received]
         self._refused: dict = {}  # id -> its declared size
         self._refuse_rest = 0  # a Part was refused before it could be read: the size seen
@@ -341,13 +344,14 @@ class PartialStreams:
         if entry is None:
             if offset != 0:
                 raise WireError(f"Part of stream {sid} at offset {offset} without its start")
-            if self._max_bytes is not None and total + self.held_bytes() > self._max_bytes:
+            if (self._max_bytes is not None and total + self.held_bytes() > self._max_bytes
+                    or self._budget is not None and not self._budget.reserve(total)):
                 self._refused[sid] = total
                 return
             entry = self._streams[sid] = [_spares.take(total), 0]
         buf, got = entry
         if offset != got or len(buf) != total or got + len(data) > total or not len(data):
-            self._streams.pop(sid, None)
+            self._drop(sid)
             raise WireError(f"Part of stream {sid} out of order (offset {offset}, expected {got} "
                             f"of {len(buf)})")
         buf[got:got + len(data)] = data
@@ -360,11 +364,22 @@ class PartialStreams:
         if self._refuse_rest and sid not in self._streams:
             raise StreamTooLarge(f"message with a part of {self._refuse_rest} bytes exceeds the "
                                  f"limit of {self._max_bytes} bytes")
-        entry = self._streams.pop(sid, None) if type(sid) is int else None
+        entry = self._drop(sid) if type(sid) is int else None
         if entry is None or entry[1] != len(entry[0]):
             raise WireError(f"streamed tensor {sid!r} missing or incomplete")
         _spares.keep(entry[0])
         return entry[0]
+
+    def _drop(self, sid):
+        entry = self._streams.pop(sid, None)
+        if entry is not None and self._budget is not None:
+            self._budget.release(len(entry[0]))
+        return entry
+
+    def close(self):
+        """Drops the streams still held (their message never came, or failed)."""
+        for sid in list(self._streams):
+            self._drop(sid)
 
     def __bool__(self):
         return bool(self._streams or self._refused or self._refuse_rest)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+import mmap
 import secrets
 import select
 import socket
@@ -62,12 +63,14 @@ class LaneError(OSError):
 
 class Oversized:
     """Stands for the frames of a message over the receiver's limit, dropped unread: only
-    their length is known."""
+    their length is known. ``over_budget``: the message itself was within the limit, but
+    the task's budget for messages in flight (limits.InflightBudget) was spent."""
 
-    __slots__ = ("nbytes",)
+    __slots__ = ("nbytes", "over_budget")
 
-    def __init__(self, nbytes):
+    def __init__(self, nbytes, over_budget=False):
         self.nbytes = nbytes
+        self.over_budget = over_budget
 
     def __len__(self):
         return self.nbytes
@@ -124,11 +127,11 @@ def connect(name: str, pid: int, blocking: bool = True) -> "Lane | None":
 _spare = None  # a descriptor kept to shed connections when none is left (made on first need)
 
 
-def accept(listener: socket.socket, max_bytes: int, shared_chunk=None) -> list:
+def accept(listener: socket.socket, max_bytes: int, shared_chunk=None, budget=None) -> list:
     """The connections waiting on ``listener``, as lanes that queue what they send. Out of
     descriptors, waiting connections are closed (their clients use TCP), so the listener
     does not stay readable. ``shared_chunk``: the read buffer of the thread that fills
-    them all (a server's I/O thread)."""
+    them all (a server's I/O thread); ``budget``: the task's limits.InflightBudget."""
     out = []
     while True:
         try:
@@ -143,7 +146,7 @@ def accept(listener: socket.socket, max_bytes: int, shared_chunk=None) -> list:
             continue
         out.append(Lane(sock, blocking=False, max_bytes=max_bytes,
                         ident=IDENT_PREFIX + next(_idents).to_bytes(8, "little"),
-                        chunk=shared_chunk))
+                        chunk=shared_chunk, budget=budget))
 
 
 class Lane:
@@ -151,9 +154,10 @@ class Lane:
     ZeroMQ identity starts with). ``max_bytes``: the largest message it reads (None: no
     limit, for replies from the tasks a client chose to call). ``chunk``: a read buffer of
     READ_BYTES shared with the other lanes its thread fills (a server's lanes), so that
-    thousands of idle connections hold no buffer each."""
+    thousands of idle connections hold no buffer each. ``budget``: a limits.InflightBudget
+    that a large message being received takes its size from (refused when spent)."""
 
-    def __init__(self, sock, blocking=True, max_bytes=None, ident=b"", chunk=None):
+    def __init__(self, sock, blocking=True, max_bytes=None, ident=b"", chunk=None, budget=None):
         sock.setblocking(False)
         self.sock = sock
         self.fd = sock.fileno()
@@ -166,6 +170,8 @@ class Lane:
         self._chunk = bytearray(READ_BYTES) if chunk is None else chunk
         self._big = None  # (buffer, frame lengths) of a large message being read whole
         self._big_fill = 0
+        self._budget = budget
+        self._reserved = 0  # what the large message being read took from the budget
         self._skip = 0  # bytes of an oversized message still to read and drop
         self._poller = None  # for waiting to read
         self._out = collections.deque()  # buffers not yet written (queueing lanes)
@@ -296,6 +302,7 @@ class Lane:
                 if self._big_fill == len(self._big[0]):
                     buf, lens = self._big
                     self._big = None
+                    self._release()
                     view, frames, pos = memoryview(buf), [], 0
                     for ln in lens:
                         frames.append(view[pos:pos + ln])
@@ -333,23 +340,26 @@ class Lane:
                 lens = (_LENGTHS[count] if count < _FEW else _lengths(count)).unpack_from(buf, pos + 4)
                 total = sum(lens)
                 start = pos + head
-                if self._max_bytes is not None and total > self._max_bytes:
+                over_limit = self._max_bytes is not None and total > self._max_bytes
+                if over_limit or (end - start < total and total >= READ_BYTES
+                                  and not self._reserve(total)):
                     if lens[0] > HEADER_KEEP:
                         raise LaneError(f"oversized message with a {lens[0]}-byte header")
                     if end - start < lens[0]:
                         break
                     rest = total - lens[0]
-                    self.ready.append([bytes(view[start:start + lens[0]]), Oversized(rest)])
+                    self.ready.append([bytes(view[start:start + lens[0]]),
+                                       Oversized(rest, over_budget=not over_limit)])
                     dropped = min(rest, end - start - lens[0])
                     self._skip = rest - dropped
                     pos = start + lens[0] + dropped
                     continue
                 if end - start < total:
                     if total >= READ_BYTES:  # read the rest straight into its own buffer
-                        try:
-                            big = bytearray(total)
-                        except (MemoryError, OverflowError):  # ZeroMQ too drops such a peer
-                            raise LaneError(f"no memory for a message of {total} bytes") from None
+                        big = _untouched(total)
+                        if big is None:  # ZeroMQ too drops such a peer
+                            self._release()
+                            raise LaneError(f"no memory for a message of {total} bytes")
                         have = end - start
                         big[:have] = view[start:end]
                         self._big, self._big_fill = (big, lens), have
@@ -372,11 +382,38 @@ class Lane:
             if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
                 self.fill()
 
+    def _reserve(self, nbytes) -> bool:
+        if self._budget is None:
+            return True
+        if self._reserved or not self._budget.reserve(nbytes):
+            return False
+        self._reserved = nbytes
+        return True
+
+    def _release(self):
+        if self._reserved:
+            self._budget.release(self._reserved)
+            self._reserved = 0
+
     def _lost(self):
         self.eof = True
         self._out.clear()
+        self._big = None
+        self._release()
 
     def close(self, linger=None):
         self.eof = True
         self._out.clear()
+        self._big = None
+        self._release()
         self.sock.close()
+
+
+def _untouched(nbytes):
+    """A writable buffer of ``nbytes`` whose memory is taken only as it is written (an
+    anonymous mapping: a peer that declares a large message and sends little of it costs
+    the task address space, bounded by its budget, not memory), or None."""
+    try:
+        return mmap.mmap(-1, nbytes)
+    except (OSError, OverflowError, ValueError):
+        return None

@@ -78,3 +78,38 @@ class SpareDescriptor:
 
 def out_of_descriptors(e: OSError) -> bool:
     return e.errno in (errno.EMFILE, errno.ENFILE)
+
+
+ENV_MAX_INFLIGHT = "DTF_MAX_INFLIGHT_BYTES"
+
+
+def max_inflight_bytes(max_message_bytes: int) -> int:
+    """A task's budget for messages still arriving (default: its message limit)."""
+    return int(os.environ.get(ENV_MAX_INFLIGHT, max_message_bytes))
+
+
+class InflightBudget:
+    """The bytes a task has set aside for messages still arriving, from all its peers
+    together: a half-sent message on a lane, a tensor streamed in parts. Each sender is
+    also bound by the message limit; this bounds them all, so that many connections each
+    declaring a size under the limit cannot make the task reserve many times it."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._held = 0
+        self._lock = threading.Lock()  # streams and lanes are filled on the I/O thread; cheap anyway
+
+    def reserve(self, nbytes: int) -> bool:
+        with self._lock:
+            if self._held + nbytes > self.max_bytes:
+                return False
+            self._held += nbytes
+            return True
+
+    def release(self, nbytes: int):
+        with self._lock:
+            self._held -= nbytes
+
+    @property
+    def held(self) -> int:
+        return self._held

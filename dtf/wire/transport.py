@@ -44,6 +44,7 @@ HANDSHAKE_S = 5.0
 _RawSocket = zmq.backend.Socket
 _SNDMORE, _POLLIN, _POLLOUT = int(zmq.SNDMORE), int(zmq.POLLIN), int(zmq.POLLOUT)
 _Lane = _lane.Lane
+_Oversized = _lane.Oversized
 _LANE_IDENT = _lane.IDENT_PREFIX
 
 # The functions below take a ZeroMQ socket or a same-host lane (dtf.wire.lane) alike.
@@ -556,6 +557,8 @@ class ServerLoop:
         self._sweeping = False
         self._task = task_name
         self._max_bytes = max_message_bytes or _security.max_message_bytes()
+        # What all peers together may make the task set aside for messages still arriving.
+        self._budget = limits.InflightBudget(limits.max_inflight_bytes(self._max_bytes))
         # A flood of idle connections meets the hard limit on descriptors, not the soft
         # default of 1,024; each one that completes no handshake is dropped after
         # HANDSHAKE_S (ZeroMQ's default: 30 s), keyed or not.
@@ -802,7 +805,7 @@ class ServerLoop:
         return {"lane": self.lane_name, "pid": os.getpid()}
 
     def _accept_lanes(self):
-        for ln in _lane.accept(self._lane_listener, self._max_bytes, self._lane_chunk):
+        for ln in _lane.accept(self._lane_listener, self._max_bytes, self._lane_chunk, self._budget):
             ln.on_blocked = self._writing.add
             self._lanes[ln.ident] = ln
             self._lane_generation += 1
@@ -814,14 +817,18 @@ class ServerLoop:
         if ev & ~_POLLOUT:
             ln.fill()
         while ln.ready:
+            frames = ln.take()
             try:
-                self._on_message([ln.ident] + ln.take())
+                if type(frames[-1]) is _Oversized and frames[-1].over_budget:
+                    self._refuse_over_budget(ln.ident, frames)
+                else:
+                    self._on_message([ln.ident] + frames)
             except Exception:  # noqa: BLE001 - no message may stop the I/O thread
                 log.exception("%s: failed to handle a message", self._task)
             self._run_soon()
         if ln.eof:  # the client went away (or broke the lane's format)
             self._lanes.pop(ln.ident, None)
-            self._streams.pop(ln.ident, None)
+            self._drop_streams(ln.ident)
             ln.close()
             self._lane_generation += 1
 
@@ -834,6 +841,16 @@ class ServerLoop:
             return
         send_frames(self._router, [ident] + frames)
         self._router_used = True
+
+    def _refuse_over_budget(self, ident, body):
+        """A message within the limit that the task had no room for: other peers' messages
+        being received hold its budget for messages in flight."""
+        size = sum(map(len, body))
+        self._partial_streams(_ident_key(ident)).refuse_rest(size)
+        self._refuse(ident, body, errors.ResourceExhaustedError(
+            None, None, f"message of {size} bytes refused by {self._task}: messages still "
+            f"arriving hold {self._budget.held} of the {self._budget.max_bytes} bytes it sets "
+            f"aside for them ({limits.ENV_MAX_INFLIGHT})"))
 
     def _on_message(self, frames):
         self.messages_served += 1
@@ -855,14 +872,14 @@ class ServerLoop:
                 self._on_part(sender, msg, body)
                 return
         except codec.WireError as e:
-            self._streams.pop(sender, None)
+            self._drop_streams(sender)
             self._refuse(ident, body, errors.ResourceExhaustedError(
                 None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})")
                 if isinstance(e, codec.StreamTooLarge) else errors.InvalidArgumentError(
                 None, None, f"malformed message refused by {self._task}: {e}"))
             return
         if streams is not None:  # its streamed tensors are in the message now
-            del self._streams[sender]
+            self._drop_streams(sender)
         mtype = msg.get("type")
         rid = msg.get("id")
         if not isinstance(mtype, str):  # an unhashable type would break the lookups
@@ -920,7 +937,7 @@ class ServerLoop:
     def _partial_streams(self, sender):
         partial = self._streams.get(sender)
         if partial is None:
-            partial = self._streams[sender] = codec.PartialStreams(self._max_bytes)
+            partial = self._streams[sender] = codec.PartialStreams(self._max_bytes, self._budget)
             if not self._sweeping:
                 self._sweeping = True
                 self.call_later(STREAM_STALE_S, self._sweep_streams)
@@ -932,10 +949,17 @@ class ServerLoop:
         cutoff = time.monotonic() - STREAM_STALE_S
         for ident in [i for i, p in self._streams.items() if p.touched < cutoff]:
             log.warning("%s: dropped %d bytes of a tensor stream whose message never came",
-                        self._task, self._streams.pop(ident).held_bytes())
+                        self._task, self._streams[ident].held_bytes())
+            self._drop_streams(ident)
         self._sweeping = bool(self._streams)
         if self._sweeping:
             self.call_later(STREAM_STALE_S, self._sweep_streams)
+
+    def _drop_streams(self, sender):
+        """Forgets a sender's streams, giving back to the budget what they held."""
+        partial = self._streams.pop(sender, None)
+        if partial is not None:
+            partial.close()
 
     def _run_handler(self, fn, msg, ident, rid):
         try:

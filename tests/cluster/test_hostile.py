@@ -29,9 +29,11 @@ FLOOD = 5000
 
 class Task:
     """One task process on 127.0.0.1, started with a soft limit of 1,024 open files (what
-    a login shell hands out) under the hard limit this process has."""
+    a login shell hands out; ``soft_limit``: another) under the hard limit this process
+    has."""
 
-    def __init__(self, port=None):
+    def __init__(self, port=None, soft_limit=1024):
+        self.soft_limit = soft_limit
         self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.proc = None
@@ -40,7 +42,7 @@ class Task:
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
         def low_soft_limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(self.soft_limit, hard), hard))
 
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dtf.runtime.standalone",
@@ -83,8 +85,8 @@ class Task:
 def tasks():
     started = []
 
-    def start(port=None):
-        started.append(Task(port).start())
+    def start(port=None, soft_limit=1024):
+        started.append(Task(port, soft_limit).start())
         return started[-1]
 
     yield start
@@ -112,18 +114,20 @@ def many_files():
 
 
 def _open(family, target, n):
-    """``n`` idle connections (non-blocking connects: the listener's queue takes them)."""
+    """``n`` idle connections. TCP connects do not wait (the listener's queue takes them);
+    a Unix socket's connect waits while the listener's queue is full."""
     conns = []
     for _ in range(n):
         s = socket.socket(family, socket.SOCK_STREAM)
-        s.setblocking(False)
-        try:
+        if family == socket.AF_UNIX:  # blocking, for at most 10 s (SO_SNDTIMEO bounds it)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 10, 0))
             s.connect(target)
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError:  # a listener's queue full: an abstract socket refuses at once
-            s.close()
-            continue
+        else:
+            s.setblocking(False)
+            try:
+                s.connect(target)
+            except (BlockingIOError, InterruptedError):
+                pass
         conns.append(s)
     return conns
 
@@ -245,3 +249,49 @@ def test_a_lane_name_taken_over_after_its_task_died_gets_no_client(tasks, monkey
                 assert _heard(squatters) == b"", "a client talked to the squatter"
             finally:
                 _close(squatters)
+
+
+# -- 4. memory held for peers: half-sent messages, idle connections -------------------
+
+def _lane_of(task):
+    names = _lane_names(task.port)
+    assert len(names) == 1, names
+    return "\0" + names[0]
+
+
+def _settled_rss(task):
+    """RSS once a run has loaded what the task loads on first use."""
+    assert _doubled(task.address, 1.0) == 2.0
+    return task.rss_mib()
+
+
+def test_a_half_sent_message_costs_memory_only_for_the_bytes_sent(tasks):
+    """Three messages of 26 bytes, each declaring 256 MiB (under the 4 GiB limit)."""
+    task = tasks()
+    before = _settled_rss(task)
+    senders = _open(socket.AF_UNIX, _lane_of(task), 3)
+    try:
+        for s in senders:
+            s.setblocking(True)
+            s.sendall(struct.pack("<IQ", 1, 256 << 20) + b"{\"type\":\"Pi")
+        _doubled(task.address, 1.0)  # the task has read them by the time it answers this
+        grown = task.rss_mib() - before
+        assert grown < 64, f"RSS grew by {grown:.0f} MiB"
+    finally:
+        _close(senders)
+    assert _doubled(task.address, 7.0) == 14.0
+
+
+def test_idle_lane_connections_give_back_their_memory_when_they_close(tasks, many_files):
+    task = tasks(soft_limit=FLOOD + 512)  # room for them all, whatever the task raises
+    before = _settled_rss(task)
+    idle = _open(socket.AF_UNIX, _lane_of(task), 4000)
+    try:
+        assert _wait_for(lambda: task.fds() > len(idle), 15), task.fds()
+        assert _doubled(task.address, 2.0) == 4.0
+    finally:
+        _close(idle)
+    assert _wait_for(lambda: task.fds() < 200, 15), task.fds()
+    assert _doubled(task.address, 3.0) == 6.0
+    grown = task.rss_mib() - before
+    assert grown < 48, f"RSS after the connections closed: {grown:.0f} MiB over before them"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -25,7 +26,10 @@ from . import shm
 
 PROTOCOL_VERSION = 2
 CHUNK_BYTES = 4 << 20
-MAX_HEADER_BYTES = 64 << 20
+# Headers are JSON, parsed while holding the interpreter: a task takes no larger one (a
+# graph of ~80,000 ops; parsing it took ~0.2 s here), so that no peer holds up its I/O
+# thread for long. Every other frame a dtf sender makes is at most CHUNK_BYTES.
+MAX_HEADER_BYTES = 16 << 20
 # Tensors from this size on travel as a stream of Part messages ahead of their message (over
 # TCP; same-host peers use shared memory): the receiver copies each part into place while
 # the next one is on the wire, instead of joining all chunks after the last one arrived.
@@ -44,6 +48,10 @@ _stream_ids = itertools.count(1)
 
 class WireError(ValueError):
     """A malformed, truncated or oversized message."""
+
+
+class HeaderTooLarge(WireError):
+    """A message whose header is over MAX_HEADER_BYTES, refused before it is sent."""
 
 
 _NP_BY_NAME = {d.name: np.dtype(d.as_numpy_dtype) for d in dtypes.ALL if d.name != "string"}
@@ -95,7 +103,12 @@ class _ThreadCodec:
             self._close_pack()
         finally:
             self.frames = self.streams = self.pack = None
-        frames[0] = text.encode()
+        head = frames[0] = text.encode()
+        if len(head) > MAX_HEADER_BYTES:
+            raise HeaderTooLarge(f"header of {len(head)} bytes exceeds the limit of "
+                                 f"{MAX_HEADER_BYTES} bytes (tensors travel in frames of their "
+                                 "own: this header holds too much else, e.g. a graph of too "
+                                 "many ops)")
         return frames
 
     def _special_out(self, obj):
@@ -417,13 +430,20 @@ def decode(frames, max_message_bytes: int | None = None, streams: PartialStreams
     return body
 
 
+# A refused message's header is read whole only up to this size (on the I/O thread); of a
+# larger one only the request id is looked for, at its end, where dtf senders put it.
+PEEK_MAX_BYTES = 1 << 20
+_TAIL_ID = re.compile(rb',"id":(\d{1,18})\}\s*$')
+
+
 def peek_header(frames):
     """The header of a message as plain JSON, its tensors left undecoded (None when
     unreadable): enough to answer or account for a message that was refused."""
     try:
         head = _buffer(frames[0])
-        if len(head) > MAX_HEADER_BYTES:
-            return None
+        if len(head) > PEEK_MAX_BYTES:
+            found = _TAIL_ID.search(bytes(head[-32:]))
+            return {"id": int(found.group(1))} if found else None
         header = json.loads(bytes(head).decode("utf-8"))
         return header if isinstance(header, dict) else None
     except (IndexError, ValueError, AttributeError, UnicodeDecodeError, RecursionError):

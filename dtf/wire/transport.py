@@ -37,6 +37,10 @@ STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is d
 # A connection that has not finished ZeroMQ's handshake by then is dropped: idle ones
 # opened by a local user without keys hold a descriptor no longer than this.
 HANDSHAKE_S = 5.0
+# Headers over ASIDE_HEADER_BYTES are parsed off the I/O thread (ServerLoop._decode_aside),
+# at most ASIDE_MAX_BYTES of them waiting at a time.
+ASIDE_HEADER_BYTES = 1 << 20
+ASIDE_MAX_BYTES = 4 * codec.MAX_HEADER_BYTES
 
 
 # The hot paths call pyzmq's compiled socket methods with plain-int flags: its Python layer
@@ -230,10 +234,14 @@ def _bindable(endpoint: str) -> bool:
 
 def max_frame_bytes(max_message_bytes: int) -> int:
     """The largest frame a task reads (ZeroMQ drops a peer that sends a larger one, without
-    an answer): twice its message limit, and never less than the largest frame a dtf sender
-    makes of a tensor (codec.CHUNK_BYTES) plus room for a header, so that tensors over a
-    lower limit here are refused with an error reply the step can report."""
-    return max(2 * max_message_bytes, codec.CHUNK_BYTES + (1 << 20))
+    an answer, and before it allocates the frame: ZeroMQ sets aside a frame's declared size
+    when its first bytes arrive): twice its message limit, but no more than a header over
+    its limit (codec.MAX_HEADER_BYTES, refused with an answer; dtf senders make no larger
+    frame, and refuse such a header themselves), and never less than the largest frame a
+    dtf sender makes of a tensor (codec.CHUNK_BYTES) plus room for a header, so that
+    tensors over a lower limit here are refused with an error reply the step can report."""
+    return max(min(2 * max_message_bytes, codec.MAX_HEADER_BYTES + (1 << 20)),
+               codec.CHUNK_BYTES + (1 << 20))
 
 
 def context() -> zmq.Context:
@@ -365,7 +373,10 @@ class Client:
         if local:
             header["same_host"] = True
         streams: list = []
-        frames = codec.encode(header, same_host=local, streams=streams)
+        try:
+            frames = codec.encode(header, same_host=local, streams=streams)
+        except codec.HeaderTooLarge as e:
+            raise errors.ResourceExhaustedError(None, None, f"message to {address}: {e}") from None
         self._check_size(frames, address, sum(len(raw) for _, raw in streams) if streams else 0)
         sock = self._socket(address, kind)
         for part in codec.part_messages(streams):
@@ -599,6 +610,8 @@ class ServerLoop:
         self._router_used = True  # used since the loop last asked it for its EVENTS
         self._thread_init = thread_init
         self._pool = HandlerPool(max_workers, f"dtf-{task_name}", thread_init)
+        self._aside = HandlerPool(1, f"dtf-headers-{task_name}")  # see _decode_aside
+        self._aside_bytes = 0
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=f"dtf-io-{task_name}", daemon=True)
         self.messages_served = 0
@@ -852,34 +865,36 @@ class ServerLoop:
             f"arriving hold {self._budget.held} of the {self._budget.max_bytes} bytes it sets "
             f"aside for them ({limits.ENV_MAX_INFLIGHT})"))
 
-    def _on_message(self, frames):
-        self.messages_served += 1
+    def _on_message(self, frames, msg=None):
+        """Handles one message; ``msg``: its header already decoded (``_decode_aside``)."""
         ident, body = frames[0], frames[1:]
-        size = sum(map(len, body))
-        if size > self._max_bytes:
-            # If it was a Part, the message it belongs to must fail the same way.
-            self._partial_streams(_ident_key(ident)).refuse_rest(size)
-            self._refuse(ident, body, errors.ResourceExhaustedError(
-                None, None, f"message of {size} bytes refused by {self._task}: the limit is "
-                f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"))
-            return
-        # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
-        sender = _ident_key(ident) if self._streams or len(body) == 2 else None
-        streams = self._streams.get(sender) if self._streams else None
-        try:
-            msg = codec.decode(body, streams=streams)
-            if msg.get("type") == "Part":
-                self._on_part(sender, msg, body)
+        if msg is None:
+            self.messages_served += 1
+            size = sum(map(len, body))
+            if size > self._max_bytes:
+                # If it was a Part, the message it belongs to must fail the same way.
+                self._partial_streams(_ident_key(ident)).refuse_rest(size)
+                self._refuse(ident, body, errors.ResourceExhaustedError(
+                    None, None, f"message of {size} bytes refused by {self._task}: the limit is "
+                    f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"))
                 return
-        except codec.WireError as e:
-            self._drop_streams(sender)
-            self._refuse(ident, body, errors.ResourceExhaustedError(
-                None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})")
-                if isinstance(e, codec.StreamTooLarge) else errors.InvalidArgumentError(
-                None, None, f"malformed message refused by {self._task}: {e}"))
-            return
-        if streams is not None:  # its streamed tensors are in the message now
-            self._drop_streams(sender)
+            # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
+            sender = _ident_key(ident) if self._streams or len(body) == 2 else None
+            streams = self._streams.get(sender) if self._streams else None
+            if len(body[0]) > ASIDE_HEADER_BYTES:
+                self._decode_aside(ident, body, sender, streams)
+                return
+            try:
+                msg = codec.decode(body, streams=streams)
+                if msg.get("type") == "Part":
+                    self._on_part(sender, msg, body)
+                    return
+            except codec.WireError as e:
+                self._drop_streams(sender)
+                self._refuse_malformed(ident, body, e)
+                return
+            if streams is not None:  # its streamed tensors are in the message now
+                self._drop_streams(sender)
         mtype = msg.get("type")
         rid = msg.get("id")
         if not isinstance(mtype, str):  # an unhashable type would break the lookups
@@ -911,6 +926,48 @@ class ServerLoop:
                 self._task))
             return
         self._pool.submit(self._run_handler, fn, msg, ident, rid)
+
+    def _decode_aside(self, ident, body, sender, streams):
+        """Parses a large header on a thread of its own, one at a time: the JSON parser
+        holds the interpreter while it runs, so the I/O thread gets a turn between two
+        such headers instead of after all of them (4 headers of 48 MiB held it up for
+        2.6 s, past the 3 s in which peers expect an answer to a ping). What waits for
+        that thread is bounded (ASIDE_MAX_BYTES); the message is handled on the I/O
+        thread once parsed, possibly after messages that came after it."""
+        nbytes = len(body[0])
+        if self._aside_bytes + nbytes > ASIDE_MAX_BYTES:
+            self._drop_streams(sender)
+            self._refuse(ident, body, errors.ResourceExhaustedError(
+                None, None, f"header of {nbytes} bytes refused by {self._task}: "
+                f"{self._aside_bytes} bytes of large headers already wait to be parsed"))
+            return
+        self._aside_bytes += nbytes
+        if streams is not None:  # the message owns them now
+            self._streams.pop(sender, None)
+
+        def parse():
+            try:
+                result = codec.decode(body, streams=streams)
+            except codec.WireError as e:
+                result = e
+            self.call_soon(lambda: self._decoded_aside(ident, body, streams, nbytes, result))
+
+        self._aside.submit(parse)
+
+    def _decoded_aside(self, ident, body, streams, nbytes, result):
+        self._aside_bytes -= nbytes
+        if streams is not None:
+            streams.close()
+        if isinstance(result, codec.WireError):
+            self._refuse_malformed(ident, body, result)
+        else:
+            self._on_message([ident] + body, result)
+
+    def _refuse_malformed(self, ident, body, e):
+        self._refuse(ident, body, errors.ResourceExhaustedError(
+            None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})")
+            if isinstance(e, codec.StreamTooLarge) else errors.InvalidArgumentError(
+            None, None, f"malformed message refused by {self._task}: {e}"))
 
     def _refuse(self, ident, body, error):
         """Answers a message that cannot be read with ``error``. A one-way message has no
@@ -984,6 +1041,7 @@ class ServerLoop:
             self._wakeup.wake()
             self._thread.join(5)
         self._pool.shutdown()
+        self._aside.shutdown()
         _wait_released(self._endpoints)
 
     def _close_sockets(self):
@@ -1035,7 +1093,9 @@ class _Responder:
         streams: list = []
         try:
             frames = codec.encode(reply, same_host=self._msg.get("same_host") is True, streams=streams)
-        except TypeError as e:
+        except (TypeError, codec.HeaderTooLarge) as e:
+            if isinstance(e, codec.HeaderTooLarge):
+                e = errors.ResourceExhaustedError(None, None, f"reply from {loop._task}: {e}")
             streams = []
             frames = codec.encode(_error_reply(self._rid, e, loop._task))
         if on_io_thread:

@@ -4,6 +4,7 @@ declared sizes. Every task and socket here is on 127.0.0.1, bounded, and stopped
 """
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -295,3 +296,125 @@ def test_idle_lane_connections_give_back_their_memory_when_they_close(tasks, man
     assert _doubled(task.address, 3.0) == 6.0
     grown = task.rss_mib() - before
     assert grown < 48, f"RSS after the connections closed: {grown:.0f} MiB over before them"
+
+
+# -- 8. key holders: huge headers, large declared sizes from many connections ----------
+
+def _vm_size_mib(task) -> float:
+    with open(f"/proc/{task.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmSize")
+
+
+def _zmtp_frame_declaring(nbytes) -> bytes:
+    """What a ZeroMQ DEALER (no keys: the NULL mechanism) sends to start a message whose
+    first frame is ``nbytes`` long: the greeting, READY, and the frame's header."""
+    greeting = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + bytes(32)
+    ready = b"\x05READY" + b"\x0bSocket-Type" + struct.pack(">I", 6) + b"DEALER"
+    return greeting + bytes([0x04, len(ready)]) + ready + b"\x02" + struct.pack(">Q", nbytes)
+
+
+def test_many_connections_declaring_large_frames_do_not_make_a_task_reserve_them(tasks):
+    """Five ZeroMQ connections each start a 2 GiB frame (the message limit is 4 GiB)."""
+    task = tasks()
+    before = _vm_size_mib(task)
+    conns = []
+    try:
+        for _ in range(5):
+            s = socket.create_connection(("127.0.0.1", task.port), timeout=10)
+            s.sendall(_zmtp_frame_declaring(2 << 30) + b"{}")
+            conns.append(s)
+        assert _doubled(task.address, 1.0) == 2.0  # the task has read them by now
+        grown = _vm_size_mib(task) - before
+        assert grown < 1024, f"address space grew by {grown:.0f} MiB"
+    finally:
+        _close(conns)
+    assert task.alive()
+
+
+def _lane_message_start(header: dict, declared_rest: int) -> bytes:
+    """The start of a lane message: its header frame whole, then a frame of
+    ``declared_rest`` bytes of which nothing is sent."""
+    head = json.dumps(header).encode()
+    return struct.pack("<IQQ", 2, len(head), declared_rest) + head
+
+
+def _lane_reply(sock) -> dict:
+    sock.settimeout(10)
+    data = b""
+    while len(data) < 4 or len(data) < 4 + 8 * struct.unpack_from("<I", data)[0] + sum(
+            struct.unpack_from(f"<{struct.unpack_from('<I', data)[0]}Q", data, 4)):
+        chunk = sock.recv(1 << 16)
+        assert chunk, "the task closed the lane without an answer"
+        data += chunk
+    count = struct.unpack_from("<I", data)[0]
+    first = struct.unpack_from("<Q", data, 4)[0]
+    start = 4 + 8 * count
+    return json.loads(data[start:start + first])
+
+
+def test_messages_in_flight_from_all_lanes_share_one_budget(tasks, monkeypatch):
+    """Five lanes each start a 200 MiB message under a 256 MiB limit: one is taken in
+    (its memory taken only as it arrives), the others are refused with an answer."""
+    monkeypatch.setenv(security.ENV_MAX_MESSAGE, str(256 << 20))
+    task = tasks()
+    monkeypatch.delenv(security.ENV_MAX_MESSAGE)
+    before = task.rss_mib()
+    senders = _open(socket.AF_UNIX, _lane_of(task), 5)
+    try:
+        for i, s in enumerate(senders):
+            s.sendall(_lane_message_start({"type": "Status", "id": 100 + i}, 200 << 20))
+        refused = []
+        for s in senders[1:]:  # the first may or may not be the one taken in
+            reply = _lane_reply(s)
+            assert reply["ok"] is False and "DTF_MAX_INFLIGHT_BYTES" in reply["message"], reply
+            refused.append(reply["id"])
+        assert sorted(refused) == [101, 102, 103, 104]
+        grown = task.rss_mib() - before
+        assert grown < 64, f"RSS grew by {grown:.0f} MiB"
+    finally:
+        _close(senders)
+    assert _doubled(task.address, 2.0) == 4.0
+
+
+def test_huge_headers_never_stop_a_task_answering_pings(tasks):
+    """Four headers of 48 MiB (once within the header limit) and eight of 15 MiB (within
+    it now), sent at once over TCP, each a list of millions of numbers (slow to parse):
+    the task answers every ping within the time peers allow (transport.PING_TIMEOUT_S)
+    meanwhile, and every header within its limit."""
+    import zmq
+
+    from dtf.wire import codec, transport
+
+    task = tasks()
+    client = transport.Client(None)
+    senders = []
+    try:
+        client.ping(task.address, transport.PING_TIMEOUT_S)
+        headers = [b'{"type":"Nothing","pad":[' + b"0," * (mib << 19) + b'0],"id":%d}' % (500 + i)
+                   for i, mib in enumerate([48] * 4 + [15] * 8)]
+        for _ in headers:
+            senders.append(zmq.Context.instance().socket(zmq.DEALER))
+            senders[-1].setsockopt(zmq.LINGER, 0)
+            senders[-1].connect(f"tcp://{task.address}")
+        for s, header in zip(senders, headers):  # all at once
+            s.send(header, copy=False)
+        del headers
+        answered = set()
+        deadline = time.monotonic() + 60
+        while len(answered) < 8 and time.monotonic() < deadline:
+            client.ping(task.address, transport.PING_TIMEOUT_S)  # raises Unreachable if late
+            for s in senders[4:]:
+                if s not in answered and s.poll(0):
+                    reply = codec.decode(transport.recv_frames(s))
+                    assert reply["ok"] is False and reply["id"] >= 504, reply
+                    answered.add(s)
+            time.sleep(0.1)
+        assert len(answered) == 8, "a header within the limit got no answer"
+    finally:
+        client.close()
+        for s in senders:
+            s.close(0)
+    assert _doubled(task.address, 3.0) == 6.0

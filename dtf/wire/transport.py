@@ -151,15 +151,18 @@ def _tcp_listens(port: int) -> bool:
         probe.close()
 
 
-# What this process learned from tasks on this host: port -> (lane name, pid of the task).
+# What this process learned from tasks on this host: port -> (lane name, pid of the task);
+# and ports whose task did not answer in time: port -> monotonic time until which it is
+# not asked again (a server's I/O thread asks too, and must not wait a second per socket).
 _known_lanes: dict = {}
+_silent_until: dict = {}
 
 
 def ask_lane(port: int, timeout_s: float = LANE_PROBE_TIMEOUT_S):
     """(lane name, pid) of the task that owns 127.0.0.1:``port``, asked over TCP (a
     ``Lane`` message); None when nothing listens there, it does not answer in time, or it
     serves no lane."""
-    if not _tcp_listens(port):
+    if _silent_until and _silent_until.get(port, 0.0) > time.monotonic() or not _tcp_listens(port):
         return None
     sock = context().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
@@ -167,6 +170,7 @@ def ask_lane(port: int, timeout_s: float = LANE_PROBE_TIMEOUT_S):
         sock.connect(tcp_endpoint(f"127.0.0.1:{port}"))
         send_frames(sock, codec.encode({"type": "Lane", "id": next(_ids)}))
         if not readable(sock, int(timeout_s * 1000)):
+            _silent_until[port] = time.monotonic() + 10 * timeout_s
             return None
         reply = codec.decode(recv_frames(sock))
     except (zmq.ZMQError, codec.WireError):

@@ -7,20 +7,17 @@ from __future__ import annotations
 import json
 import os
 import resource
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 import dtf as tf
 from dtf.train.server import free_port
 from dtf.wire import security
-from tests.cluster.conftest import REPO
+from tests.cluster.conftest import TaskProcess
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sockets")]
@@ -28,37 +25,20 @@ pytestmark = [pytest.mark.cluster,
 FLOOD = 5000
 
 
-class Task:
+class Task(TaskProcess):
     """One task process on 127.0.0.1, started with a soft limit of 1,024 open files (what
     a login shell hands out; ``soft_limit``: another) under the hard limit this process
     has."""
 
     def __init__(self, port=None, soft_limit=1024):
-        self.soft_limit = soft_limit
         self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.proc = None
-
-    def start(self, timeout=30.0):
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
         def low_soft_limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (min(self.soft_limit, hard), hard))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft_limit, hard), hard))
 
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dtf.runtime.standalone",
-             f"--cluster_spec=local|{self.address}", "--job_name=local", "--task_index=0"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, text=True,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"), preexec_fn=low_soft_limit)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if "listening on" in line:
-                return self
-            if self.proc.poll() is not None:
-                break
-        self.stop()
-        raise AssertionError(f"task at {self.address} did not start: {line}{self.output()}")
+        super().__init__(f"local|{self.address}", "local", 0, preexec_fn=low_soft_limit)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -69,17 +49,13 @@ class Task:
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
 
-    def rss_mib(self) -> float:
+    def status_mib(self, field="VmRSS") -> float:
+        """A size from /proc/PID/status: VmRSS (memory) or VmSize (address space)."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
-        raise AssertionError("no VmRSS")
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        raise AssertionError(f"no {field}")
 
 
 @pytest.fixture
@@ -92,7 +68,7 @@ def tasks():
 
     yield start
     for t in started:
-        t.stop()
+        t.kill()
 
 
 @pytest.fixture
@@ -242,7 +218,7 @@ def test_a_lane_name_taken_over_after_its_task_died_gets_no_client(tasks, monkey
             assert sess.run(y, {x: 1.0}) == 2.0
             names = _lane_names(task.port)
             assert names, "the task serves no lane"
-            task.stop()
+            task.kill()
             squatters = [_squat(n) for n in names]
             try:
                 task = tasks(task.port)  # the task comes back on its port
@@ -263,7 +239,7 @@ def _lane_of(task):
 def _settled_rss(task):
     """RSS once a run has loaded what the task loads on first use."""
     assert _doubled(task.address, 1.0) == 2.0
-    return task.rss_mib()
+    return task.status_mib()
 
 
 def test_a_half_sent_message_costs_memory_only_for_the_bytes_sent(tasks):
@@ -276,7 +252,7 @@ def test_a_half_sent_message_costs_memory_only_for_the_bytes_sent(tasks):
             s.setblocking(True)
             s.sendall(struct.pack("<IQ", 1, 256 << 20) + b"{\"type\":\"Pi")
         _doubled(task.address, 1.0)  # the task has read them by the time it answers this
-        grown = task.rss_mib() - before
+        grown = task.status_mib() - before
         assert grown < 64, f"RSS grew by {grown:.0f} MiB"
     finally:
         _close(senders)
@@ -294,19 +270,11 @@ def test_idle_lane_connections_give_back_their_memory_when_they_close(tasks, man
         _close(idle)
     assert _wait_for(lambda: task.fds() < 200, 15), task.fds()
     assert _doubled(task.address, 3.0) == 6.0
-    grown = task.rss_mib() - before
+    grown = task.status_mib() - before
     assert grown < 48, f"RSS after the connections closed: {grown:.0f} MiB over before them"
 
 
 # -- 8. key holders: huge headers, large declared sizes from many connections ----------
-
-def _vm_size_mib(task) -> float:
-    with open(f"/proc/{task.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmSize")
-
 
 def _zmtp_frame_declaring(nbytes) -> bytes:
     """What a ZeroMQ DEALER (no keys: the NULL mechanism) sends to start a message whose
@@ -319,7 +287,7 @@ def _zmtp_frame_declaring(nbytes) -> bytes:
 def test_many_connections_declaring_large_frames_do_not_make_a_task_reserve_them(tasks):
     """Five ZeroMQ connections each start a 2 GiB frame (the message limit is 4 GiB)."""
     task = tasks()
-    before = _vm_size_mib(task)
+    before = task.status_mib("VmSize")
     conns = []
     try:
         for _ in range(5):
@@ -327,7 +295,7 @@ def test_many_connections_declaring_large_frames_do_not_make_a_task_reserve_them
             s.sendall(_zmtp_frame_declaring(2 << 30) + b"{}")
             conns.append(s)
         assert _doubled(task.address, 1.0) == 2.0  # the task has read them by now
-        grown = _vm_size_mib(task) - before
+        grown = task.status_mib("VmSize") - before
         assert grown < 1024, f"address space grew by {grown:.0f} MiB"
     finally:
         _close(conns)
@@ -361,7 +329,7 @@ def test_messages_in_flight_from_all_lanes_share_one_budget(tasks, monkeypatch):
     monkeypatch.setenv(security.ENV_MAX_MESSAGE, str(256 << 20))
     task = tasks()
     monkeypatch.delenv(security.ENV_MAX_MESSAGE)
-    before = task.rss_mib()
+    before = task.status_mib()
     senders = _open(socket.AF_UNIX, _lane_of(task), 5)
     try:
         for i, s in enumerate(senders):
@@ -372,7 +340,7 @@ def test_messages_in_flight_from_all_lanes_share_one_budget(tasks, monkeypatch):
             assert reply["ok"] is False and "DTF_MAX_INFLIGHT_BYTES" in reply["message"], reply
             refused.append(reply["id"])
         assert sorted(refused) == [101, 102, 103, 104]
-        grown = task.rss_mib() - before
+        grown = task.status_mib() - before
         assert grown < 64, f"RSS grew by {grown:.0f} MiB"
     finally:
         _close(senders)

@@ -22,7 +22,7 @@ import time
 import zmq
 
 from dtf.framework import errors
-from . import codec, lane as _lane, limits, security as _security, shm
+from . import codec, flood as _flood, lane as _lane, limits, security as _security, shm
 
 log = logging.getLogger("dtf.wire")
 
@@ -37,6 +37,9 @@ STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is d
 # A connection that has not finished ZeroMQ's handshake by then is dropped: idle ones
 # opened by a local user without keys hold a descriptor no longer than this.
 HANDSHAKE_S = 5.0
+# More connections than this accepted within HANDSHAKE_S (or a quarter of the open-file
+# limit, if less) and the idle unauthenticated ones among them are shed (dtf.wire.flood).
+FLOOD_HIGH = 1024
 # Headers over ASIDE_HEADER_BYTES are parsed off the I/O thread (ServerLoop._decode_aside),
 # at most ASIDE_MAX_BYTES of them waiting at a time.
 ASIDE_HEADER_BYTES = 1 << 20
@@ -577,7 +580,7 @@ class ServerLoop:
         # A flood of idle connections meets the hard limit on descriptors, not the soft
         # default of 1,024; each one that completes no handshake is dropped after
         # HANDSHAKE_S (ZeroMQ's default: 30 s), keyed or not.
-        limits.raise_open_file_limit()
+        open_files = limits.raise_open_file_limit()
         self._ctx = context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
@@ -597,6 +600,12 @@ class ServerLoop:
             raise errors.UnknownError(
                 None, None, f"Could not start server for {task_name} at {address}: {e.strerror}"
                 + (" (the address is already in use)" if e.errno == zmq.EADDRINUSE else "")) from None
+        # Idle connections that complete no handshake are shed when many come (dtf.wire.flood).
+        _, _, tcp_port = address.rpartition(":")
+        self._flood_guard = _flood.FloodGuard(
+            self._router, int(tcp_port), high=FLOOD_HIGH if open_files < 0 else
+            max(64, min(FLOOD_HIGH, open_files // 4)), window_s=HANDSHAKE_S,
+            curve=security is not None, name=task_name) if tcp_port.isdigit() else None
         # Same-host clients without keys talk to a loopback task over a lane (dtf.wire.lane).
         self._lanes: dict = {}  # ident -> accepted lane
         self._lane_generation = 0
@@ -622,6 +631,8 @@ class ServerLoop:
 
     def start(self):
         self._thread.start()
+        if self._flood_guard is not None:
+            self._flood_guard.start()
 
     def call_soon(self, fn):
         """Runs ``fn()`` on the I/O thread, after the message being handled (from any thread)."""
@@ -1046,6 +1057,8 @@ class ServerLoop:
             self._thread.join(5)
         self._pool.shutdown()
         self._aside.shutdown()
+        if self._flood_guard is not None:
+            self._flood_guard.stop()
         _wait_released(self._endpoints)
 
     def _close_sockets(self):

@@ -42,6 +42,11 @@ _EVENT = struct.Struct("=hi")
 _monitor_ids = itertools.count(1)
 
 
+def supported() -> bool:
+    """Whether the kernel says what a connection received (Linux's TCP_INFO)."""
+    return hasattr(socket, "TCP_INFO")
+
+
 class FloodGuard:
     """Watches ``router``'s accepted connections on TCP ``port``; sheds idle unauthenticated
     ones while more than ``high`` were accepted within the last ``window_s``."""

@@ -602,10 +602,11 @@ class ServerLoop:
                 + (" (the address is already in use)" if e.errno == zmq.EADDRINUSE else "")) from None
         # Idle connections that complete no handshake are shed when many come (dtf.wire.flood).
         _, _, tcp_port = address.rpartition(":")
-        self._flood_guard = _flood.FloodGuard(
-            self._router, int(tcp_port), high=FLOOD_HIGH if open_files < 0 else
-            max(64, min(FLOOD_HIGH, open_files // 4)), window_s=HANDSHAKE_S,
-            curve=security is not None, name=task_name) if tcp_port.isdigit() else None
+        self._flood_guard = None
+        if tcp_port.isdigit() and _flood.supported():
+            high = FLOOD_HIGH if open_files < 0 else max(64, min(FLOOD_HIGH, open_files // 4))
+            self._flood_guard = _flood.FloodGuard(self._router, int(tcp_port), high, HANDSHAKE_S,
+                                                  curve=security is not None, name=task_name)
         # Same-host clients without keys talk to a loopback task over a lane (dtf.wire.lane).
         self._lanes: dict = {}  # ident -> accepted lane
         self._lane_generation = 0

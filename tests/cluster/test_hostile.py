@@ -145,9 +145,10 @@ def test_a_flood_of_idle_connections_neither_kills_a_curve_task_nor_starves_keye
     task = tasks(hard_limit=hard_limit)
     flood = _open(socket.AF_INET, ("127.0.0.1", task.port), FLOOD)
     try:
-        # The task takes the connections off its queue (ZeroMQ has a backlog of 100):
-        # wait until it holds about as many descriptors as it was started with.
-        assert _wait_for(lambda: not task.alive() or task.fds() > 900, 15), task.fds()
+        # The task takes the connections off its queue (ZeroMQ has a backlog of 100), and
+        # may shed idle ones once many came: wait until it has held hundreds at once.
+        peak = []
+        assert _wait_for(lambda: not task.alive() or peak.append(task.fds()) or max(peak) > 300, 15), peak
         assert _doubled(task.address, 3.0) == 6.0  # a keyed client, during the flood
         assert task.alive(), task.output()
     finally:

@@ -1,6 +1,7 @@
 """ZeroMQ transport: a request/reply client with per-thread sockets, and a server loop.
 
-This is the only module that imports zmq. Messages are dicts encoded by ``codec``; every
+Besides cluster keys (``security``) and the flood guard that watches its listener
+(``flood``), this is the only module that imports zmq. Messages are dicts encoded by ``codec``; every
 request carries an ``id`` that its reply echoes, so a late reply to an abandoned request
 is recognised and dropped. After a failed or timed-out call the socket is discarded, so
 nothing queued for a dead peer is delivered to its next incarnation.
@@ -586,7 +587,7 @@ class ServerLoop:
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.setsockopt(zmq.HANDSHAKE_IVL, int(HANDSHAKE_S * 1000))
         # Messages over the limit get an error reply. ZeroMQ itself drops a peer whose frame
-        # exceeds twice the limit before allocating it, so no message can make a task
+        # exceeds max_frame_bytes before allocating it, so no message can make a task
         # allocate without bound. dtf clients check the limit before sending (Client.send).
         self._router.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes(self._max_bytes))
         if security is not None:

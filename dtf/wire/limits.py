@@ -83,9 +83,14 @@ def out_of_descriptors(e: OSError) -> bool:
 ENV_MAX_INFLIGHT = "DTF_MAX_INFLIGHT_BYTES"
 
 
+# Under a low message limit, still room for several messages arriving at once.
+MIN_INFLIGHT_BYTES = 256 << 20
+
+
 def max_inflight_bytes(max_message_bytes: int) -> int:
-    """A task's budget for messages still arriving (default: its message limit)."""
-    return int(os.environ.get(ENV_MAX_INFLIGHT, max_message_bytes))
+    """A task's budget for messages still arriving (default: its message limit, at least
+    MIN_INFLIGHT_BYTES)."""
+    return int(os.environ.get(ENV_MAX_INFLIGHT, max(max_message_bytes, MIN_INFLIGHT_BYTES)))
 
 
 class InflightBudget:

@@ -88,3 +88,23 @@ def test_without_ipc_a_server_serves_no_lane_and_clients_use_tcp(monkeypatch):
             client.close()
     finally:
         loop.stop()
+
+
+@linux_only
+def test_a_task_whose_lane_name_is_taken_serves_on_tcp(monkeypatch):
+    monkeypatch.delenv("DTF_IPC", raising=False)
+    port = free_port()
+    squatter = lane.listen(f"dtf-lane-{port}-taken")
+    monkeypatch.setattr(lane, "new_name", lambda p: f"dtf-lane-{p}-taken")
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {"Echo": lambda m: {"n": m["n"]}},
+                                "/job:t/task:0")
+    loop.start()
+    client = transport.Client(security=None)
+    try:
+        assert loop.lane_name is None and transport.ask_lane(port) is None
+        assert client.call(f"127.0.0.1:{port}", {"type": "Echo", "n": 3}, 10)["n"] == 3
+        assert isinstance(client._socket(f"127.0.0.1:{port}"), zmq.Socket)
+    finally:
+        client.close()
+        loop.stop()
+        squatter.close()

@@ -1,0 +1,2 @@
+"""tf.contrib: the few TF 1.15 contrib names TF1 programs lean on (see each module)."""
+from dtf.contrib import layers  # noqa: F401

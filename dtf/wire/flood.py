@@ -48,35 +48,48 @@ def supported() -> bool:
 
 
 class FloodGuard:
-    """Watches ``router``'s accepted connections on TCP ``port``; sheds idle unauthenticated
+    """Watches a router's accepted connections on TCP ``port``; sheds idle unauthenticated
     ones while more than ``high`` were accepted within the last ``window_s``."""
 
-    def __init__(self, router, port: int, high: int, window_s: float, curve: bool, name: str):
+    def __init__(self, port: int, high: int, window_s: float, curve: bool, name: str):
         self._port = port
         self._high = high
         self._window_s = window_s
         self._handshake_bytes = _CURVE_HANDSHAKE_BYTES if curve else _GREETING_BYTES
         self._recent = collections.deque()  # (monotonic time accepted, descriptor)
-        # An address of its own: pyzmq's default names it by the router's descriptor number,
-        # which a router made just after another one closed may reuse before libzmq has
-        # released the name.
-        address = f"inproc://dtf-flood-{next(_monitor_ids)}"
-        router.monitor(address, zmq.EVENT_ACCEPTED | zmq.EVENT_MONITOR_STOPPED)
-        self._monitor = router.context.socket(zmq.PAIR)
-        self._monitor.connect(address)
+        self._monitor = None
         self._stopping = False
         self.shed = 0  # connections shut down so far
         self._thread = threading.Thread(target=self._run, name=f"dtf-flood-{name}", daemon=True)
 
-    def start(self):
+    def start(self, router):
+        """Starts watching ``router``: call before another thread uses it."""
+        # An address of its own: pyzmq's default names it by the router's descriptor number,
+        # which a router made just after another one closed may reuse before libzmq has
+        # released the name. libzmq sends events with a blocking send from the thread that
+        # has them (its I/O thread, its reaper): the receiving end takes any number (no
+        # high-water mark) and stays open until monitoring has stopped (``detach``), or
+        # those threads would hang.
+        address = f"inproc://dtf-flood-{next(_monitor_ids)}"
+        router.monitor(address, zmq.EVENT_ACCEPTED | zmq.EVENT_MONITOR_STOPPED)
+        self._monitor = router.context.socket(zmq.PAIR)
+        self._monitor.setsockopt(zmq.RCVHWM, 0)
+        self._monitor.setsockopt(zmq.LINGER, 0)
+        self._monitor.connect(address)
         self._thread.start()
 
+    def detach(self, router):
+        """Stops monitoring ``router``: call on the thread that uses it, before closing it."""
+        if self._monitor is not None:
+            router.disable_monitor()
+
     def stop(self):
-        """Call after the router is closed (which ends its monitoring)."""
+        """Call after ``detach``."""
         self._stopping = True
         if self._thread.is_alive():
             self._thread.join(5)
-        self._monitor.close(0)
+        if self._monitor is not None:
+            self._monitor.close(0)
 
     def _run(self):
         monitor = self._monitor

@@ -606,7 +606,7 @@ class ServerLoop:
         self._flood_guard = None
         if tcp_port.isdigit() and _flood.supported():
             high = FLOOD_HIGH if open_files < 0 else max(64, min(FLOOD_HIGH, open_files // 4))
-            self._flood_guard = _flood.FloodGuard(self._router, int(tcp_port), high, HANDSHAKE_S,
+            self._flood_guard = _flood.FloodGuard(int(tcp_port), high, HANDSHAKE_S,
                                                   curve=security is not None, name=task_name)
         # Same-host clients without keys talk to a loopback task over a lane (dtf.wire.lane).
         self._lanes: dict = {}  # ident -> accepted lane
@@ -632,9 +632,9 @@ class ServerLoop:
         self.messages_served = 0
 
     def start(self):
-        self._thread.start()
         if self._flood_guard is not None:
-            self._flood_guard.start()
+            self._flood_guard.start(self._router)  # before the I/O thread uses the router
+        self._thread.start()
 
     def call_soon(self, fn):
         """Runs ``fn()`` on the I/O thread, after the message being handled (from any thread)."""
@@ -1064,6 +1064,8 @@ class ServerLoop:
         _wait_released(self._endpoints)
 
     def _close_sockets(self):
+        if self._flood_guard is not None:
+            self._flood_guard.detach(self._router)
         self._router.close(0)
         self._wakeup.close()
         self._outbox.clear()

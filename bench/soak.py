@@ -9,7 +9,9 @@ fetches from there. Part 2 trains a small MLP between-graph style (one ps task h
 variables, one worker task computing, this process the client); part 3 trains it
 synchronously (SyncReplicasOptimizer under MonitoredTrainingSession); part 4 churns
 sessions: each opens a session over both worker tasks, runs once and closes it, and the
-tasks' registered-graph counts must come back to where they were. For every process it
+tasks' registered-graph counts must come back to where they were; part 5 floods a task
+with idle connections (TCP and same-host lanes, none sending anything), runs a step during
+each flood and closes them, round after round. For every process it
 records RSS (VmRSS) and the number of open descriptors (/proc/PID/fd) at start, every
 ``--every`` steps and at the end, and prints the growth after warm-up.
 """
@@ -61,9 +63,9 @@ class Probe:
                           + (f" {row[n]['graphs']} graphs" if "graphs" in row[n] else "") for n in self.pids)
         print(f"  step {step:>7}  {cells}", flush=True)
 
-    def growth(self) -> dict:
-        """Per process: start, after warm-up, end, and growth since warm-up."""
-        warm = next((s for s in self.samples if s["step"] >= WARMUP_STEPS), self.samples[0])
+    def growth(self, warmup=WARMUP_STEPS) -> dict:
+        """Per process: start, after ``warmup`` steps, end, and growth since then."""
+        warm = next((s for s in self.samples if s["step"] >= warmup), self.samples[0])
         first, last = self.samples[0], self.samples[-1]
         out = {}
         for name in self.pids:
@@ -245,6 +247,66 @@ def soak_session_churn(tf, sessions: int, every: int) -> dict:
         cluster.stop()
 
 
+def soak_connection_flood(tf, rounds: int, conns: int) -> dict:
+    """``rounds`` floods of ``conns`` idle TCP and as many idle lane connections to one task
+    (a step must answer during each and after it); samples once a round, after the close."""
+    import resource
+    import socket
+
+    from dtf.wire import transport
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    need = 2 * conns + 256
+    if hard != resource.RLIM_INFINITY and hard < need:
+        raise SystemExit(f"--flood-conns {conns} needs {need} open files; the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else hard, hard))
+    cluster = Cluster("dtf", {"worker": 1})
+    try:
+        cluster.start_jobs("worker")
+        port = int(cluster.jobs["worker"][0].rsplit(":", 1)[1])
+        lane = transport.ask_lane(port)
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.placeholder(tf.float32, [])
+            y = x * 2.0
+        worker_pid = cluster.procs[0].pid
+        probe = Probe({"client": os.getpid(), "worker0": worker_pid})
+        with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+            sess.run(y, {x: 0.0})  # what a first run loads is not the flood's
+            probe.sample(0)
+            settled = fd_count(worker_pid)
+            start = time.monotonic()
+            for i in range(1, rounds + 1):
+                idle = []
+                for _ in range(conns):
+                    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    s.setblocking(False)
+                    with contextlib.suppress(BlockingIOError):
+                        s.connect(("127.0.0.1", port))
+                    idle.append(s)
+                for _ in range(conns if lane else 0):
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    s.connect("\0" + lane[0])
+                    idle.append(s)
+                for value in (float(i), -float(i)):  # during the flood, then after it
+                    got = sess.run(y, {x: value})
+                    if got != 2 * value:
+                        raise AssertionError(f"flooded task returned {got}, expected {2 * value}")
+                    for s in idle:
+                        s.close()
+                    idle.clear()
+                # The task closes its ends as it notices, and accepts what is still queued.
+                deadline = time.monotonic() + 10
+                while fd_count(worker_pid) > settled + 8 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                probe.sample(i)
+            wall = time.monotonic() - start
+        return {"rounds": rounds, "connections_per_round": conns * (2 if lane else 1),
+                "wall_s": round(wall, 1), "growth": probe.growth(warmup=1)}  # the first flood warms
+    finally:
+        cluster.stop()
+
+
 def _print_growth(title, result):
     print(f"\n{title}: {json.dumps({k: v for k, v in result.items() if k != 'growth'})}")
     for name, g in result["growth"].items():
@@ -264,6 +326,10 @@ def main(argv=None):
     p.add_argument("--sessions", type=int, default=5_000,
                    help="sessions opened, run once and closed (0: skip)")
     p.add_argument("--every", type=int, default=10_000, help="sample every N steps")
+    p.add_argument("--flood-rounds", type=int, default=50,
+                   help="rounds of idle connections to one task (0: skip)")
+    p.add_argument("--flood-conns", type=int, default=2000,
+                   help="idle TCP connections per round, and as many lanes")
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args(argv)
     import dtf as tf
@@ -286,6 +352,11 @@ def main(argv=None):
         print(f"\nsession churn (2 worker tasks): {args.sessions} sessions", flush=True)
         results["session_churn"] = soak_session_churn(tf, args.sessions, max(1, args.every // 10))
         _print_growth("session churn", results["session_churn"])
+    if args.flood_rounds:
+        print(f"\nconnection flood: {args.flood_rounds} rounds of {args.flood_conns} idle TCP "
+              "connections and as many lanes", flush=True)
+        results["connection_flood"] = soak_connection_flood(tf, args.flood_rounds, args.flood_conns)
+        _print_growth("connection flood", results["connection_flood"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -29,6 +29,7 @@ from dtf.framework.ops import (  # noqa: F401
     get_default_graph, is_tensor, name_scope, op_scope, register_tensor_conversion_function,
     reset_default_graph,
 )
+from dtf.framework.indexed_slices import IndexedSlices, IndexedSlicesValue  # noqa: F401
 from dtf.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions  # noqa: F401
 from dtf.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
@@ -54,6 +55,8 @@ from dtf.ops.clip_ops import *  # noqa: F401,F403,E402
 from dtf.ops.random_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variables import *  # noqa: F401,F403,E402
 from dtf.ops.state_ops import *  # noqa: F401,F403,E402
+from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
+from dtf.ops.stitch_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402

@@ -2,9 +2,11 @@
 
 Gradient functions come from the op registry (``RegisterGradient``); this module only
 walks the graph. Unconnected inputs get None; gradients reaching a tensor along several
-paths are summed (AddN), as in TF.
+paths are summed (AddN), or concatenated when all are IndexedSlices, as in TF.
 """
 from __future__ import annotations
+
+import collections
 
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import get_gradient_function
@@ -71,10 +73,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             for t in op.inputs:
                 if t.op in between:
                     pending[t.op] = pending.get(t.op, 0) + 1
-        ready = [op for op in between if pending.get(op, 0) == 0]
+        # First in, first out from the ys in order, as TF walks: the order in which the
+        # gradients reaching a tensor are listed (so concatenated IndexedSlices) is TF's.
+        ready = collections.deque(dict.fromkeys(
+            y.op for y in ys if y.op in between and pending.get(y.op, 0) == 0))
         seen = set()
         while ready:
-            op = ready.pop()
+            op = ready.popleft()
             if op in seen:
                 continue
             seen.add(op)
@@ -124,9 +129,14 @@ def _aggregate(gs, t):
         return None
     if len(gs) == 1:
         return gs[0]
+    from dtf.framework.indexed_slices import IndexedSlices, concat_indexed_slices
     from .math_ops import add_n
 
-    return add_n(gs)
+    # Sparse gradients stay sparse (rows concatenated); mixed with a dense one they are
+    # densified and summed, as TF's AggregateIndexedSlicesGradients does.
+    if all(isinstance(g, IndexedSlices) for g in gs):
+        return concat_indexed_slices(gs)
+    return add_n([_ops.convert_to_tensor(g) for g in gs])
 
 
 def _call_grad_fn(op, out_grads, grad_scope, graph):

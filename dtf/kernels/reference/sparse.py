@@ -1,0 +1,194 @@
+"""Reference semantics: row updates (Scatter*, SparseApply*) and the ops that route rows
+(Unique, DynamicPartition, DynamicStitch).
+
+The row updates are written as in-place routines over arrays (``scatter_into``,
+``sparse_apply_into``); the reference entries apply them to copies, the CPU kernels
+(dtf/kernels/cpu/scatter.py) to the variable's own array under its lock.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dtf.framework import errors
+
+from .table import reference
+
+
+def check_indices(indices, limit, style="scatter"):
+    """Every index in [0, limit); the error names the first one that is not, as TF does."""
+    flat = np.asarray(indices).reshape(-1)
+    bad = (flat < 0) | (flat >= limit)
+    if bad.any():
+        i = int(np.argmax(bad))
+        if style == "scatter":
+            msg = f"indices[{i}] = {int(flat[i])} is not in [0, {limit})"
+        else:
+            msg = f"Index {int(flat[i])} at offset {i} in indices is out of range"
+        raise errors.InvalidArgumentError(None, None, msg)
+    return flat
+
+
+def _trunc_divide(a, b):
+    return np.trunc(a / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b
+
+
+# op type -> how a row combines with its update (np.ufunc.at handles repeated indices).
+_COMBINE = {"ScatterAdd": np.add, "ScatterSub": np.subtract, "ScatterMul": np.multiply,
+            "ScatterMin": np.minimum, "ScatterMax": np.maximum}
+
+
+def scatter_into(op_type, var, indices, updates):
+    """Applies a Scatter* op to ``var`` in place."""
+    if not var.ndim:
+        raise errors.InvalidArgumentError(None, None, "params must be at least 1-D, got shape []")
+    flat = check_indices(indices, var.shape[0])
+    want = np.shape(indices) + var.shape[1:]
+    if updates.ndim and updates.shape != want:
+        raise errors.InvalidArgumentError(
+            None, None, "Must have updates.shape = indices.shape + params.shape[1:] or "
+            f"updates.shape = [], got updates.shape {list(updates.shape)}, indices.shape "
+            f"{list(np.shape(indices))}, params.shape {list(var.shape)}")
+    rows = np.broadcast_to(updates, want).reshape((flat.size,) + var.shape[1:])
+    if op_type == "ScatterUpdate":
+        var[flat] = rows  # a repeated index: the last update wins (TF's CPU order)
+    elif op_type == "ScatterDiv":
+        for i, r in enumerate(flat):  # sequential, so repeated indices divide repeatedly
+            var[r] = _trunc_divide(var[r], rows[i])
+    else:
+        _COMBINE[op_type].at(var, flat, rows)
+    return var
+
+
+def _scatter_reference(op_type):
+    def fn(attrs, var, indices, updates):
+        return scatter_into(op_type, np.array(var), indices, updates)
+
+    return fn
+
+
+for _op in ("ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv",
+            "ScatterMin", "ScatterMax"):
+    reference(_op)(_scatter_reference(_op))
+
+
+def sparse_apply_into(dense_update, attrs, refs, args, indices_pos):
+    """Applies a SparseApply op in place: ``dense_update`` (the dense op's formula, from
+    dtf/kernels/cpu/state.py) on the named rows of every ref. ``args`` are the op's other
+    inputs; ``indices_pos`` is where the indices sit among them (right after grad)."""
+    var = refs[0]
+    indices = np.asarray(args[indices_pos])
+    grad = args[indices_pos - 1]
+    dense_args = list(args[:indices_pos]) + list(args[indices_pos + 1:])
+    grad_at = indices_pos - 1
+    if indices.ndim != 1:
+        raise errors.InvalidArgumentError(None, None, "indices must be one-dimensional")
+    if var.ndim < 1 or grad.ndim < 1 or grad.shape[1:] != var.shape[1:]:
+        raise errors.InvalidArgumentError(
+            None, None, f"var and grad must match in dimension 1 and up: var shape "
+            f"{list(var.shape)}, grad shape {list(grad.shape)}")
+    if grad.shape[0] != indices.shape[0]:
+        raise errors.InvalidArgumentError(
+            None, None, "grad must be the same size as indices in the first dimension.")
+    for i, a in enumerate(dense_args):
+        if i != grad_at and np.ndim(a):
+            raise errors.InvalidArgumentError(None, None, f"argument {i} is not a scalar: "
+                                                          f"{list(np.shape(a))}")
+    check_indices(indices, var.shape[0], style="sparse_apply")
+    dt = var.dtype
+    dense_args = [np.asarray(a, dtype=dt) for a in dense_args]
+    if np.unique(indices).size == indices.size:
+        groups = [(indices, slice(None))]
+    else:  # a repeated row is updated once per occurrence, in order, as TF's kernel does
+        groups = [(indices[i:i + 1], slice(i, i + 1)) for i in range(indices.size)]
+    for rows, picked in groups:
+        dense_args[grad_at] = grad[picked]
+        news = dense_update(attrs, *[r[rows] for r in refs], *dense_args)
+        for r, new in zip(refs, news):
+            r[rows] = new
+    return refs
+
+
+# -- routing rows ------------------------------------------------------------------------
+@reference("Unique")
+def _unique(attrs, x):
+    if x.ndim != 1:
+        raise errors.InvalidArgumentError(None, None, f"unique expects a 1D vector, got shape "
+                                          f"{list(x.shape)}")
+    # Values in order of first appearance, as TF's Unique returns them.
+    _, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    out_idx = attrs.get("out_idx")
+    idx_dtype = out_idx.as_numpy_dtype if out_idx is not None else np.int32
+    return x[np.sort(first)], rank[inverse.reshape(-1)].astype(idx_dtype)
+
+
+@reference("DynamicPartition")
+def _dynamic_partition(attrs, data, partitions):
+    n = int(attrs["num_partitions"])
+    partitions = np.asarray(partitions)
+    if data.shape[:partitions.ndim] != partitions.shape:
+        raise errors.InvalidArgumentError(
+            None, None, f"data.shape must start with partitions.shape, got data.shape = "
+            f"{list(data.shape)}, partitions.shape = {list(partitions.shape)}")
+    flat_p = partitions.reshape(-1)
+    bad = (flat_p < 0) | (flat_p >= n)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise errors.InvalidArgumentError(
+            None, None, f"partitions[{i}] = {int(flat_p[i])} is not in [0, {n})")
+    rows = data.reshape((flat_p.size,) + data.shape[partitions.ndim:])
+    return tuple(rows[flat_p == p] for p in range(n))
+
+
+def _dynamic_stitch(attrs, *inputs):
+    n = len(inputs) // 2
+    indices, data = inputs[:n], inputs[n:]
+    flat_idx = [np.asarray(i).reshape(-1) for i in indices]
+    total = max((int(i.max()) + 1 for i in flat_idx if i.size), default=0)
+    tail = None
+    for i, d in zip(indices, data):
+        if d.shape[:np.ndim(i)] != np.shape(i):
+            raise errors.InvalidArgumentError(
+                None, None, f"data.shape must start with indices.shape, got data.shape = "
+                f"{list(d.shape)}, indices.shape = {list(np.shape(i))}")
+        t = d.shape[np.ndim(i):]
+        if tail is not None and t != tail:
+            raise errors.InvalidArgumentError(None, None, "all data must have the same element "
+                                              f"shape, got {list(tail)} and {list(t)}")
+        tail = t
+    out = np.zeros((total,) + (tail or ()), dtype=data[0].dtype)
+    for i, d in zip(flat_idx, data):  # later inputs win on a repeated index, as in TF
+        if i.size:
+            out[i] = d.reshape((i.size,) + tail)
+    return out
+
+
+reference("DynamicStitch")(_dynamic_stitch)
+reference("ParallelDynamicStitch")(_dynamic_stitch)
+
+
+def _sparse_apply_reference(op_type):
+    def fn(attrs, *inputs):
+        from dtf.kernels.cpu.state import UPDATES  # the dense formulas, shared
+        from dtf.ops.scatter_ops import SPARSE_APPLY_OPS, sparse_arg_names
+
+        refs_names, arg_names = sparse_arg_names(SPARSE_APPLY_OPS[op_type])
+        n = len(refs_names)
+        refs = [np.array(r) for r in inputs[:n]]
+        out = sparse_apply_into(UPDATES[SPARSE_APPLY_OPS[op_type]], attrs, refs,
+                                list(inputs[n:]), arg_names.index("indices"))
+        return tuple(out)
+
+    return fn
+
+
+def _register_sparse_apply_references():
+    from dtf.ops.scatter_ops import SPARSE_APPLY_OPS
+
+    for op_type in SPARSE_APPLY_OPS:
+        reference(op_type)(_sparse_apply_reference(op_type))
+
+
+_register_sparse_apply_references()

@@ -1,0 +1,176 @@
+"""Embeddings: IndexedSlices gradients of gathers, their aggregation and clipping, sparse
+optimizer updates from fixed inits, scatter ops, embedding_lookup over shards and
+partitioned variables."""
+import numpy as np
+
+from tests.goldens.harness import case
+
+
+def _table(seed=0, rows=10, dim=3):
+    return np.random.RandomState(seed).randn(rows, dim).astype(np.float32)
+
+
+IDS = np.array([3, 1, 3, 7, 0], dtype=np.int32)
+
+
+@case
+def gather_gradient_is_indexed_slices(tf):
+    params = tf.Variable(_table(), name="params")
+    w = np.random.RandomState(1).randn(5, 3).astype(np.float32)
+    loss = tf.reduce_sum(tf.gather(params, IDS) * w)
+    g, = tf.gradients(loss, [params])
+    two, = tf.gradients(loss + tf.reduce_sum(tf.gather(params, [2, 3]) ** 2), [params])
+    mixed, = tf.gradients(loss + tf.reduce_sum(params * params), [params])
+    fetches = {"values": g.values, "indices": g.indices, "dense_shape": g.dense_shape,
+               "dense": tf.convert_to_tensor(g), "two_values": two.values,
+               "two_indices": two.indices, "two_dense": tf.convert_to_tensor(two), "mixed": mixed}
+    kinds = {"sparse": _is_slices(tf, g), "two_sparse": _is_slices(tf, two),
+             "mixed_sparse": _is_slices(tf, mixed), "values_shape": str(g.values.shape)}
+    return lambda sess: {**sess.run(fetches), **kinds}
+
+
+def _is_slices(tf, g):
+    return isinstance(g, tf.IndexedSlices)
+
+
+@case
+def gather_3d_and_nested_ids_gradient(tf):
+    params = tf.Variable(np.random.RandomState(2).randn(6, 2, 3), name="p3")
+    ids = tf.constant(np.array([[0, 5], [5, 2]], dtype=np.int64))
+    y = tf.gather(params, ids)
+    g, = tf.gradients(tf.reduce_sum(y * y), [params])
+    return {"y": y, "values": g.values, "indices": g.indices, "dense": tf.convert_to_tensor(g)}
+
+
+@case
+def clip_indexed_slices(tf):
+    params = tf.Variable(_table(3), name="params")
+    other = tf.Variable(np.ones([2, 2], np.float32), name="other")
+    loss = tf.reduce_sum(tf.gather(params, IDS) * 3.0) + tf.reduce_sum(other * 2.0)
+    g, h = tf.gradients(loss, [params, other])
+    (cg, ch), norm = tf.clip_by_global_norm([g, h], 2.0)
+    by_norm = tf.clip_by_norm(g, 1.5)
+    fetches = {"norm": norm, "global_norm": tf.global_norm([g, h]), "cg_values": cg.values,
+               "cg_indices": cg.indices, "ch": ch, "by_norm_values": by_norm.values}
+    kinds = {"cg_sparse": _is_slices(tf, cg), "by_norm_sparse": _is_slices(tf, by_norm)}
+    return lambda sess: {**sess.run(fetches), **kinds}
+
+
+def _sparse_training(tf, make_opt, steps=3, dtype=np.float32):
+    init = _table(4).astype(dtype)
+    params = tf.Variable(init, name="emb")
+    dense = tf.Variable(np.arange(3, dtype=dtype), name="dense")
+    ids = tf.placeholder(tf.int32, [None], name="ids")
+    target = np.random.RandomState(5).randn(4, 3).astype(dtype)
+    rows = tf.gather(params, ids)
+    loss = tf.reduce_sum((rows * dense - target[:1]) ** 2)
+    opt = make_opt()
+    step = opt.minimize(loss)
+    batches = [[3, 1, 3], [7, 0, 0], [3, 9, 2]]
+
+    def run(sess):
+        out = {}
+        for i in range(steps):
+            sess.run(step, {ids: batches[i % len(batches)]})
+        out["params"] = sess.run(params)
+        out["dense"] = sess.run(dense)
+        for name in opt.get_slot_names():
+            out[f"slot_{name}"] = sess.run(opt.get_slot(params, name))
+            out[f"slot_{name}_name"] = opt.get_slot(params, name).op.name
+        return out
+    return run
+
+
+@case
+def sparse_gradient_descent(tf):
+    return _sparse_training(tf, lambda: tf.train.GradientDescentOptimizer(0.1))
+
+
+@case
+def sparse_momentum(tf):
+    return _sparse_training(tf, lambda: tf.train.MomentumOptimizer(0.05, 0.9))
+
+
+@case
+def sparse_momentum_nesterov(tf):
+    return _sparse_training(tf, lambda: tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True))
+
+
+@case
+def sparse_adagrad(tf):
+    return _sparse_training(tf, lambda: tf.train.AdagradOptimizer(0.2))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_adam(tf):
+    return _sparse_training(tf, lambda: tf.train.AdamOptimizer(0.05))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_rmsprop(tf):
+    return _sparse_training(tf, lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_rmsprop_centered(tf):
+    return _sparse_training(tf, lambda: tf.train.RMSPropOptimizer(0.01, centered=True))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_ftrl(tf):
+    return _sparse_training(tf, lambda: tf.train.FtrlOptimizer(
+        0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.02))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_ftrl_shrinkage(tf):
+    return _sparse_training(tf, lambda: tf.train.FtrlOptimizer(
+        0.1, l1_regularization_strength=0.01, l2_shrinkage_regularization_strength=0.1))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_adadelta(tf):
+    return _sparse_training(tf, lambda: tf.train.AdadeltaOptimizer(1.0))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_proximal_adagrad(tf):
+    return _sparse_training(tf, lambda: tf.train.ProximalAdagradOptimizer(
+        0.1, l1_regularization_strength=0.01, l2_regularization_strength=0.05))
+
+
+@case
+def scatter_ops_on_variables(tf):
+    base = np.random.RandomState(6).randn(5, 2).astype(np.float32)
+    upd = np.random.RandomState(7).randn(3, 2).astype(np.float32) + 2.0
+    idx = np.array([4, 1, 4], dtype=np.int32)
+    out = {}
+    ops = {"update": tf.scatter_update, "add": tf.scatter_add, "sub": tf.scatter_sub,
+           "mul": tf.scatter_mul, "div": tf.scatter_div, "min": tf.scatter_min,
+           "max": tf.scatter_max}
+    for name, fn in ops.items():
+        v = tf.Variable(base, name=f"v_{name}")
+        u = idx if name != "update" else np.array([4, 1, 0], np.int32)
+        out[name] = fn(v, u, upd)
+        out[name + "_name"] = out[name].op.name
+    ints = tf.Variable(np.array([10, 20, -7], np.int32), name="ints")
+    out["int_div"] = tf.scatter_div(ints, [0, 2], [3, 2])
+    scalar = tf.Variable(base, name="scalar")
+    out["scalar_update"] = tf.scatter_add(scalar, [[0, 2]], 1.5)
+    return out
+
+
+@case
+def unique_partition_stitch(tf):
+    x = np.array([4, 1, 4, 9, 1, 0], np.int32)
+    y, idx = tf.unique(x)
+    data = np.random.RandomState(8).randn(6, 2)
+    parts = tf.dynamic_partition(data, np.array([1, 0, 1, 2, 0, 1], np.int32), 3)
+    stitched = tf.dynamic_stitch([[0, 3], [1, 2, 5], [4]],
+                                 [np.ones([2, 2]), np.zeros([3, 2]), np.full([1, 2], 7.0)])
+    d = tf.constant(data)
+    p = tf.dynamic_partition(d, np.array([1, 0, 1, 2, 0, 1], np.int32), 3)
+    s = tf.dynamic_stitch([[0, 2], [1, 3, 4]], [p[0] * 2.0, p[1] * 3.0])
+    grad, = tf.gradients(tf.reduce_sum(s * s) + tf.reduce_sum(p[2]), [d])
+    return {"y": y, "idx": idx, "p0": parts[0], "p1": parts[1], "p2": parts[2],
+            "stitched": stitched, "s": s, "grad": grad}

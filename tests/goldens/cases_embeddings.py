@@ -174,3 +174,94 @@ def unique_partition_stitch(tf):
     grad, = tf.gradients(tf.reduce_sum(s * s) + tf.reduce_sum(p[2]), [d])
     return {"y": y, "idx": idx, "p0": parts[0], "p1": parts[1], "p2": parts[2],
             "stitched": stitched, "s": s, "grad": grad}
+
+
+def _shards(tf, table, n, strategy):
+    if strategy == "mod":
+        parts = [table[i::n] for i in range(n)]
+    else:
+        bounds = np.cumsum([0] + [len(table) // n + (i < len(table) % n) for i in range(n)])
+        parts = [table[bounds[i]:bounds[i + 1]] for i in range(n)]
+    return [tf.Variable(p, name=f"shard_{i}") for i, p in enumerate(parts)]
+
+
+@case
+def embedding_lookup_over_shards(tf):
+    table = _table(seed=10, rows=11).astype(np.float64)
+    ids = np.array([[10, 0, 4], [4, 7, 2]], dtype=np.int64)
+    out = {}
+    for strategy in ("mod", "div"):
+        shards = _shards(tf, table, 3, strategy)
+        y = tf.nn.embedding_lookup(shards, ids, partition_strategy=strategy)
+        grads = tf.gradients(tf.reduce_sum(y * y), shards)
+        out[f"{strategy}_y"] = y
+        out[f"{strategy}_y_name"] = y.op.name
+        for i, g in enumerate(grads):
+            out[f"{strategy}_grad{i}"] = tf.convert_to_tensor(g)
+    single = tf.Variable(table, name="single")
+    y1 = tf.nn.embedding_lookup(single, ids, name="lookup")
+    g1, = tf.gradients(tf.reduce_sum(y1 * 2.0), [single])
+    out.update({"single": y1, "single_name": y1.op.name, "single_grad_values": g1.values,
+                "single_grad_indices": g1.indices})
+    clipped = tf.nn.embedding_lookup(_shards(tf, table, 2, "mod"), ids, max_norm=0.8)
+    out["clipped"] = clipped
+    out["clipped_single"] = tf.nn.embedding_lookup(single, [3, 5], max_norm=0.5)
+    return out
+
+
+@case
+def partitioned_variables_names_and_values(tf):
+    def init(shape, dtype=None, partition_info=None):
+        offset = partition_info.single_offset(shape)
+        rows = np.arange(offset, offset + shape[0], dtype=np.float32)[:, None]
+        return tf.constant(rows * np.ones(shape[1:], np.float32) + 0.5, dtype=dtype)
+
+    out = {}
+    with tf.variable_scope("model", partitioner=tf.fixed_size_partitioner(3)):
+        emb = tf.get_variable("emb", [11, 2], initializer=init)
+        scalar = tf.get_variable("scalar", [], initializer=tf.zeros_initializer())
+    mm = tf.get_variable("mm", [40, 4], initializer=tf.ones_initializer(),
+                         partitioner=tf.min_max_variable_partitioner(5, min_slice_size=128))
+    axis = tf.get_variable("axis", [7, 6], initializer=tf.zeros_initializer(),
+                           partitioner=tf.variable_axis_size_partitioner(50, axis=1))
+    with tf.variable_scope("model", reuse=True, partitioner=tf.fixed_size_partitioner(3)):
+        again = tf.get_variable("emb", [11, 2])
+    y = tf.nn.embedding_lookup(emb, [10, 0, 5], partition_strategy="div")
+    names = [v.op.name for v in tf.global_variables()]
+    shapes = [v.get_shape().as_list() for v in tf.global_variables()]
+    fetches = {"full": tf.convert_to_tensor(emb), "lookup": y,
+               "grad": tf.convert_to_tensor(tf.gradients(tf.reduce_sum(y), [list(emb)[1]])[0])}
+    out = {"names": names, "shapes": str(shapes), "reused": again is emb,
+           "scalar_name": scalar.op.name, "mm_parts": len(list(mm)), "axis_parts": len(list(axis)),
+           "emb_len": len(emb), "emb_shape": emb.get_shape().as_list()}
+    return lambda sess: {**sess.run(fetches), **out}
+
+
+@case
+def sparse_training_of_partitioned_embedding(tf):
+    table = _table(seed=11, rows=9)
+
+    def init(shape, dtype=None, partition_info=None):
+        offset = partition_info.single_offset(shape)
+        return tf.constant(table[offset:offset + shape[0]])
+
+    emb = tf.get_variable("emb", [9, 3], initializer=init, partitioner=tf.fixed_size_partitioner(2))
+    with tf.variable_scope("errors"):
+        try:
+            tf.get_variable("from_value", initializer=table, partitioner=tf.fixed_size_partitioner(2))
+            error = "none"
+        except ValueError as e:
+            error = str(e)
+    ids = tf.constant([8, 1, 8, 4])
+    loss = tf.reduce_sum(tf.nn.embedding_lookup(emb, ids) ** 2)
+    opt = tf.train.AdagradOptimizer(0.3)
+    train = opt.minimize(loss)
+
+    def run(sess):
+        for _ in range(2):
+            sess.run(train)
+        out = {"full": sess.run(tf.convert_to_tensor(emb))}
+        out["slots"] = [opt.get_slot(v, "accumulator").op.name for v in emb]
+        out["error"] = error
+        return out
+    return run

@@ -277,6 +277,8 @@ class _DataflowRun:
                             parked[key] = i
                             continue
                         vals[steps[i][2]] = value
+                        if stats is not None:
+                            _record_recv(stats, steps[i], value)
                     done = (i,)
                 else:
                     rendezvous.flush()
@@ -293,6 +295,8 @@ class _DataflowRun:
                     for i, value in arrived:
                         del parked[recv_keys[i]]
                         vals[steps[i][2]] = value
+                        if stats is not None:
+                            _record_recv(stats, steps[i], value)
                     done = [i for i, _ in arrived]
                 for i in done:
                     remaining -= 1
@@ -375,6 +379,14 @@ def _invoke(step, ctx, vals, stats=None):
                   if not isinstance(vals[out + k], VariableResource)]
         stats.append(NodeStat(node.name, node.op, int(start * 1e6),
                               int((time.perf_counter() - t0) * 1e6), shapes))
+
+
+def _record_recv(stats, step, value):
+    """A traced step lists its receives too (as TF's step stats do): their output shapes
+    say how much each step moved between tasks."""
+    node = step[4]
+    stats.append(NodeStat(node.name, node.op, int(time.time() * 1e6), 0,
+                          [list(np.shape(value))]))
 
 
 class _Missing:

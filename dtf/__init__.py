@@ -58,6 +58,7 @@ from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
 from dtf.ops.stitch_ops import *  # noqa: F401,F403,E402
 from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
@@ -70,6 +71,7 @@ _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
 _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
+_LAZY_MODULES["sparse"] = "dtf.sparse"
 
 
 def disable_eager_execution():

@@ -163,14 +163,15 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
             embeddings *= weights
             if combiner == "sum":
                 return _segment_sum(embeddings, segment_ids, name=name)
+            # An empty batch row gives zeros, not 0/0 (div_no_nan, as TF 2 builds it).
             weight_sum = _segment_sum(weights, segment_ids)
             if combiner == "mean":
                 embeddings = _segment_sum(embeddings, segment_ids)
-                return math_ops.div(embeddings, weight_sum, name=name)
+                return math_ops.div_no_nan(embeddings, weight_sum, name=name)
             weight_sum_sqrt = math_ops.sqrt(_segment_sum(math_ops.pow(weights, 2),
                                                             segment_ids))
             embeddings = _segment_sum(embeddings, segment_ids)
-            return math_ops.div(embeddings, weight_sum_sqrt, name=name)
+            return math_ops.div_no_nan(embeddings, weight_sum_sqrt, name=name)
         return _sparse_segment_combine(embeddings, idx, segment_ids, combiner, name)
 
 

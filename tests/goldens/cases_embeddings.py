@@ -265,3 +265,45 @@ def sparse_training_of_partitioned_embedding(tf):
         out["error"] = error
         return out
     return run
+
+
+@case
+def embedding_lookup_sparse_combiners(tf):
+    table = _table(seed=12, rows=7, dim=2).astype(np.float64)
+    params = tf.Variable(table, name="params")
+    shards = _shards(tf, table, 2, "mod")
+    # Rows 0 and 2 of the batch have ids, row 1 has none, row 3 has one repeated id.
+    indices = np.array([[0, 0], [0, 1], [2, 0], [3, 0], [3, 1]], np.int64)
+    sp_ids = tf.SparseTensor(indices, np.array([1, 6, 3, 5, 5], np.int64), [4, 2])
+    sp_weights = tf.SparseTensor(indices, np.array([0.5, 2.0, 1.5, 1.0, 3.0]), [4, 2])
+    out = {}
+    for combiner in ("sum", "mean", "sqrtn"):
+        y = tf.nn.embedding_lookup_sparse(params, sp_ids, None, combiner=combiner)
+        yw = tf.nn.embedding_lookup_sparse(shards, sp_ids, sp_weights, combiner=combiner)
+        g, = tf.gradients(tf.reduce_sum(y * y), [params])
+        gw = tf.gradients(tf.reduce_sum(yw * yw), shards)
+        out[f"{combiner}"] = y
+        out[f"{combiner}_weighted"] = yw
+        out[f"{combiner}_grad"] = tf.convert_to_tensor(g)
+        for i, gi in enumerate(gw):
+            out[f"{combiner}_weighted_grad{i}"] = tf.convert_to_tensor(gi)
+    default = tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, max_norm=0.7)
+    out["default_mean_max_norm"] = default
+    return out
+
+
+@case
+def sparse_tensor_feed_fetch_and_to_dense(tf):
+    sp = tf.sparse_placeholder(tf.float32, shape=[3, 4], name="sp")
+    sp_open = tf.sparse_placeholder(tf.int32, name="open")
+    values = tf.placeholder(tf.float32, [3])
+    dense = tf.sparse_to_dense([[0, 1], [1, 3], [2, 0]], [3, 4], values * values, -1.0)
+    grad, default_grad = tf.gradients(tf.reduce_sum(dense * 3.0), [values, dense.op.inputs[3]])
+    feeds = {sp: tf.SparseTensorValue([[0, 0], [2, 3]], [1.5, -2.0], [3, 4]),
+             sp_open: ([[1], [4]], [7, 8], [6]), values: [1.0, 2.0, 3.0]}
+    fetches = {"to_dense": tf.sparse.to_dense(sp), "open_dense": tf.sparse_tensor_to_dense(sp_open, 5),
+               "sp_values": sp.values, "sp_indices": sp.indices, "sp_shape": sp.dense_shape,
+               "dense": dense, "grad": grad, "default_grad": default_grad}
+    static = {"sp_static_shape": sp.get_shape().as_list(), "names": [sp.values.op.name,
+                                                                  sp.indices.op.name]}
+    return lambda sess: {**sess.run(fetches, feeds), **static}

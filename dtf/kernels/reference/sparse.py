@@ -192,3 +192,50 @@ def _register_sparse_apply_references():
 
 
 _register_sparse_apply_references()
+
+
+# -- sparse tensors ----------------------------------------------------------------------
+def _index_text(row):
+    return "[" + ",".join(str(int(v)) for v in row) + "]"
+
+
+def _check_sparse_order(idx, shape, validate):
+    """Every index inside ``shape``; with ``validate`` also sorted and distinct (TF's
+    SparseToDense rule), errors naming the first index that is not."""
+    for i, row in enumerate(idx):
+        if np.any(row < 0) or np.any(row >= shape):
+            raise errors.InvalidArgumentError(
+                None, None, f"indices[{i}] = {_index_text(row)} is out of bounds: need 0 <= "
+                f"index < {_index_text(shape)}")
+        if validate and i:
+            prev = tuple(int(v) for v in idx[i - 1])
+            here = tuple(int(v) for v in row)
+            if here == prev:
+                raise errors.InvalidArgumentError(
+                    None, None, f"indices[{i}] = {_index_text(row)} is repeated")
+            if here < prev:
+                raise errors.InvalidArgumentError(
+                    None, None, f"indices[{i}] = {_index_text(row)} is out of order. Many "
+                    "sparse ops require sorted indices. Use `tf.sparse.reorder` to create a "
+                    "correctly ordered copy.")
+
+
+@reference("SparseToDense")
+def _sparse_to_dense(attrs, indices, output_shape, values, default_value):
+    shape = np.asarray(output_shape).reshape(-1).astype(np.int64)
+    idx = np.asarray(indices)
+    idx = idx.reshape(1, -1) if idx.ndim == 0 else (idx.reshape(-1, 1) if idx.ndim == 1 else idx)
+    n = idx.shape[0]
+    if idx.shape[1] != shape.size:
+        raise errors.InvalidArgumentError(
+            None, None, f"sparse_indices should have {shape.size} columns (the output rank), "
+            f"got shape {list(np.shape(indices))}")
+    if values.ndim not in (0, 1) or (values.ndim == 1 and values.shape[0] != n):
+        raise errors.InvalidArgumentError(
+            None, None, f"sparse_values has incorrect shape {list(values.shape)}, should be [] "
+            f"or [{n}]")
+    _check_sparse_order(idx, shape, attrs.get("validate_indices", True))
+    out = np.full(tuple(int(d) for d in shape), default_value, dtype=values.dtype)
+    if n:
+        out[tuple(idx.T)] = np.broadcast_to(values, (n,))
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from . import array_ops, clip_ops, math_ops
+from .reduction_ops import reduce_sum
 from .stitch_ops import dynamic_partition, parallel_dynamic_stitch
 
 __all__ = ["embedding_lookup", "embedding_lookup_sparse"]
@@ -74,7 +75,7 @@ def _partition_ids(params, flat_ids, partition_strategy):
             else:
                 with _colocated(p):  # read beside the shard: no shard moves for it
                     sizes.append(array_ops.shape(p)[0])
-        num_total_ids = math_ops.reduce_sum(math_ops.cast(array_ops.stack(sizes), flat_ids.dtype))
+        num_total_ids = reduce_sum(math_ops.cast(array_ops.stack(sizes), flat_ids.dtype))
     ids_per_partition = num_total_ids // n
     extras = num_total_ids % n
     assignments = math_ops.maximum(flat_ids // (ids_per_partition + 1),

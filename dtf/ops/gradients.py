@@ -139,6 +139,11 @@ def _aggregate(gs, t):
     return add_n([_ops.convert_to_tensor(g) for g in gs])
 
 
+# Op types whose gradient functions take IndexedSlices as they come (passing them on or
+# handling them); every other gradient function gets them densified.
+TAKES_INDEXED_SLICES = {"Identity", "DynamicStitch", "ParallelDynamicStitch"}
+
+
 def _call_grad_fn(op, out_grads, grad_scope, graph):
     op_type = graph._gradient_override_map.get(op.type, op.type)
     try:
@@ -149,11 +154,16 @@ def _call_grad_fn(op, out_grads, grad_scope, graph):
         return [None] * len(op.inputs)
     # Missing output gradients become zeros, as TF does for multi-output ops.
     filled = []
+    sparse_ok = op_type in TAKES_INDEXED_SLICES
     for t, g in zip(op.outputs, out_grads):
         if g is None and _is_backprop(t):
             from .array_ops import zeros_like
 
             g = zeros_like(t)
+        elif not sparse_ok and not isinstance(g, _ops.Tensor) and g is not None:
+            # IndexedSlices reaching a gradient written for dense tensors: densified, as
+            # TF's op constructors would convert them.
+            g = _ops.convert_to_tensor(g)
         filled.append(g)
     with _ops.name_scope(None), _ops.name_scope(f"{grad_scope}/{op.name}_grad/"):
         in_grads = fn(op, *filled)

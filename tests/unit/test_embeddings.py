@@ -1,0 +1,132 @@
+"""embedding_lookup over shards, partitioned variables and SparseTensors: placement,
+errors and the rules TF's goldens do not reach."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dtf as tf
+from tests.opcheck import check_against_reference, check_gradient
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_lookup_gathers_beside_each_shard():
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(np.zeros([3, 2], np.float32), name="a")
+    with tf.device("/job:ps/task:1"):
+        b = tf.Variable(np.zeros([3, 2], np.float32), name="b")
+    with tf.device("/job:worker/task:0"):
+        y = tf.nn.embedding_lookup([a, b], [0, 5])
+    gathers = [op for op in tf.get_default_graph().get_operations() if op.type == "GatherV2"]
+    assert sorted(op.device for op in gathers) == ["/job:ps/task:0", "/job:ps/task:1"]
+    assert y.device == "/job:worker/task:0"
+
+
+def test_lookup_rejects_unknown_strategy_and_empty_params():
+    with pytest.raises(ValueError, match="Unrecognized partition strategy: modulo"):
+        tf.nn.embedding_lookup([tf.zeros([2, 2]), tf.zeros([2, 2])], [0], partition_strategy="modulo")
+    with pytest.raises(ValueError, match="Need at least one param"):
+        tf.nn.embedding_lookup([], [0])
+
+
+def test_lookup_out_of_range_id_fails_at_run_time():
+    y = tf.nn.embedding_lookup(tf.zeros([3, 2]), [3])
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="not in"):
+        sess.run(y)
+
+
+def test_div_lookup_with_unknown_shard_sizes_reads_them_at_run_time():
+    p0 = tf.placeholder(tf.float32, [None, 2])
+    p1 = tf.placeholder(tf.float32, [None, 2])
+    y = tf.nn.embedding_lookup([p0, p1], [4, 0, 2], partition_strategy="div")
+    table = np.arange(10, dtype=np.float32).reshape(5, 2)
+    with tf.Session() as sess:
+        got = sess.run(y, {p0: table[:3], p1: table[3:]})
+    np.testing.assert_array_equal(got, table[[4, 0, 2]])
+
+
+def test_lookup_gradient_against_finite_differences():
+    check_gradient(lambda t: tf.nn.embedding_lookup([t[:2], t[2:]], [3, 0, 3]) * 2.0,
+                   [np.random.RandomState(0).randn(4, 2)])
+    check_gradient(lambda t: tf.nn.embedding_lookup(t, [[1, 2]], max_norm=0.5),
+                   [np.random.RandomState(1).randn(3, 2)])
+
+
+def test_partitioner_errors_are_tfs():
+    with pytest.raises(ValueError, match="Can only slice a variable along one dimension"):
+        tf.get_variable("two_axes", [4, 4], partitioner=lambda shape, dtype: [2, 2])
+    with pytest.raises(ValueError, match="must be fully defined"):
+        tf.get_variable("unknown", initializer=np.zeros([4, 2], np.float32),
+                        partitioner=tf.fixed_size_partitioner(2))
+    with pytest.raises(ValueError, match="max_shard_bytes is 0"):
+        tf.variable_axis_size_partitioner(0)
+    tf.get_variable("p", [6, 2], partitioner=tf.fixed_size_partitioner(2))
+    with pytest.raises(ValueError, match="Partitioned variable with name p already exists"):
+        tf.get_variable("p", [6, 2], partitioner=tf.fixed_size_partitioner(2))
+    with tf.variable_scope("", reuse=True), \
+            pytest.raises(ValueError, match="specified partitions \\[3, 1\\]"):
+        tf.get_variable("p", [6, 2], partitioner=tf.fixed_size_partitioner(3))
+    tf.get_variable("plain", [4])
+    with pytest.raises(ValueError, match="unpartitioned version of the variable was found"):
+        tf.get_variable("plain", [4], partitioner=tf.fixed_size_partitioner(2))
+
+
+def test_replica_device_setter_spreads_shards_round_robin():
+    setter = tf.train.replica_device_setter(ps_tasks=2)
+    with tf.device(setter):
+        emb = tf.get_variable("emb", [9, 2], partitioner=tf.fixed_size_partitioner(4))
+    assert [v.device for v in emb] == ["/job:ps/task:0", "/job:ps/task:1",
+                                       "/job:ps/task:0", "/job:ps/task:1"]
+    assert [v.get_shape().as_list()[0] for v in emb] == [3, 2, 2, 2]
+
+
+def test_partitioned_variable_converts_to_its_full_value():
+    emb = tf.get_variable("emb", [5, 2], initializer=tf.ones_initializer(),
+                          partitioner=tf.fixed_size_partitioner(2))
+    y = tf.matmul(tf.ones([1, 5]), emb)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(y), [[5.0, 5.0]])
+
+
+def test_saver_dict_entry_for_a_partitioned_variable(tmp_path):
+    emb = tf.get_variable("emb", [5, 2], initializer=tf.ones_initializer(),
+                          partitioner=tf.fixed_size_partitioner(2))
+    saver = tf.train.Saver({"table": emb})
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "ckpt"))
+    assert tf.train.list_variables(path) == [("table", [5, 2])]
+
+
+def test_sparse_to_dense_errors_name_the_index():
+    def dense(indices):
+        return tf.sparse_to_dense(indices, [3, 3], [1.0, 2.0])
+
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = \[0,1\] is out of order"):
+            sess.run(dense([[1, 0], [0, 1]]))
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = \[1,0\] is repeated"):
+            sess.run(dense([[1, 0], [1, 0]]))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+            sess.run(dense([[1, 0], [3, 0]]))
+    check_against_reference(tf.sparse_to_dense([[0, 2], [1, 1]], [2, 3], [4.0, 5.0], 0.5))
+
+
+def test_sparse_placeholder_fed_and_fetched():
+    sp = tf.sparse_placeholder(tf.float32)
+    doubled = tf.SparseTensor(sp.indices, sp.values * 2.0, sp.dense_shape)
+    value = tf.SparseTensorValue(np.array([[0, 1]]), np.array([3.0], np.float32), np.array([2, 2]))
+    with tf.Session() as sess:
+        got = sess.run(doubled, {sp: value})
+    assert isinstance(got, tf.SparseTensorValue)
+    np.testing.assert_array_equal(got.values, [6.0])
+    with pytest.raises(TypeError, match="sp_ids must be SparseTensor"):
+        tf.nn.embedding_lookup_sparse(tf.zeros([3, 2]), [0, 1], None)
+    with pytest.raises(ValueError, match="combiner must be one of"):
+        tf.nn.embedding_lookup_sparse(tf.zeros([3, 2]), sp, None, combiner="max")

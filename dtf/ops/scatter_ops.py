@@ -15,7 +15,7 @@ from .common import convert, fmt_shape
 from .state_ops import APPLY_ARG_DTYPES, APPLY_OPS, _as_ref
 
 __all__ = ["scatter_update", "scatter_add", "scatter_sub", "scatter_mul", "scatter_div",
-           "scatter_min", "scatter_max"]
+           "scatter_min", "scatter_max", "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub"]
 
 # op type -> (python name, default use_locking): TF's defaults (only update locks).
 SCATTER_OPS = {
@@ -24,6 +24,9 @@ SCATTER_OPS = {
     "ScatterDiv": ("scatter_div", False), "ScatterMin": ("scatter_min", False),
     "ScatterMax": ("scatter_max", False),
 }
+SCATTER_ND_OPS = {"ScatterNdUpdate": ("scatter_nd_update", True),
+                  "ScatterNdAdd": ("scatter_nd_add", False),
+                  "ScatterNdSub": ("scatter_nd_sub", False)}
 
 
 def _scatter_infer(inputs, attrs):
@@ -53,7 +56,7 @@ def _make_scatter(op_type, default_locking):
                                     {"T": ref.dtype, "Tindices": indices.dtype,
                                      "use_locking": bool(use_locking)}, name=scope)
 
-    fn.__name__ = SCATTER_OPS[op_type][0]
+    fn.__name__ = {**SCATTER_OPS, **SCATTER_ND_OPS}[op_type][0]
     fn.__doc__ = (f"The {op_type} op: ref[indices, ...] takes ``updates`` row by row "
                   "(combined as the op's name says); returns the updated variable.")
     return fn
@@ -63,6 +66,32 @@ _g = globals()
 for _op, (_fn, _locking) in SCATTER_OPS.items():
     register_op(_op, stateful=True, ref_inputs=(0,))(_scatter_infer)
     _g[_fn] = _make_scatter(_op, _locking)
+    NotDifferentiable(_op)
+
+
+# -- by n-dimensional index ----------------------------------------------------------------
+
+
+def _scatter_nd_infer(inputs, attrs):
+    ref, indices, updates = inputs
+    dims, idims = ref.shape.as_tuple_or_none(), indices.shape.as_tuple_or_none()
+    if dims is not None and idims is not None and idims[-1] is not None \
+            and updates.shape.ndims is not None:
+        want = indices.shape[:-1].concatenate(ref.shape[idims[-1]:])
+        if idims[-1] > len(dims) or not want.is_compatible_with(updates.shape):
+            raise ValueError(f"Must have updates.shape = indices.shape[:batch_dim] + "
+                             f"params_shape[slice_dim:], got updates.shape: "
+                             f"{fmt_shape(updates.shape)}, indices.shape: "
+                             f"{fmt_shape(indices.shape)}, params_shape: {fmt_shape(ref.shape)} "
+                             f"for '{attrs.get('_op_name', '')}'")
+    return [(ref.dtype, ref.shape)]
+
+
+for _op, (_fn, _locking) in SCATTER_ND_OPS.items():
+    register_op(_op, stateful=True, ref_inputs=(0,))(_scatter_nd_infer)
+    _g[_fn] = _make_scatter(_op, _locking)
+    _g[_fn].__doc__ = (f"The {_op} op: ref[indices[i]] (an index into the leading dims) "
+                       "takes ``updates[i]``; returns the updated variable.")
     NotDifferentiable(_op)
 
 

@@ -307,3 +307,17 @@ def sparse_tensor_feed_fetch_and_to_dense(tf):
     static = {"sp_static_shape": sp.get_shape().as_list(), "names": [sp.values.op.name,
                                                                   sp.indices.op.name]}
     return lambda sess: {**sess.run(fetches, feeds), **static}
+
+
+@case
+def scatter_nd_on_variables(tf):
+    base = np.random.RandomState(13).randn(4, 3, 2).astype(np.float32)
+    out = {}
+    v1 = tf.Variable(base, name="nd_update")
+    out["update_rows"] = tf.scatter_nd_update(v1, [[3], [0]], np.ones([2, 3, 2], np.float32))
+    v2 = tf.Variable(base, name="nd_add")
+    out["add_cells"] = tf.scatter_nd_add(v2, [[1, 2], [1, 2], [0, 0]], np.full([3, 2], 2.0, np.float32))
+    v3 = tf.Variable(base, name="nd_sub")
+    out["sub_elements"] = tf.scatter_nd_sub(v3, [[[2, 1, 0]], [[0, 0, 1]]], np.array([[5.0], [7.0]], np.float32))
+    out["name"] = out["update_rows"].op.name
+    return out

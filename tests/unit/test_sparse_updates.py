@@ -204,3 +204,20 @@ def test_sparse_kernel_matches_reference():
                                             _table(2, 2, seed=9), np.array([4, 0]),
                                             np.float32(0.5))
     np.testing.assert_allclose(got, want[0], rtol=1e-6)
+
+
+def test_scatter_nd_kernels_match_reference_and_name_bad_indices():
+    init = _table(4, 2)
+    idx = np.array([[2], [0], [2]])
+    upd = _table(3, 2, seed=5)
+    got = _run_update(lambda v: tf.scatter_nd_add(v, idx, upd), init)
+    np.testing.assert_allclose(got, REFERENCE["ScatterNdAdd"]({}, init, idx, upd), rtol=1e-6)
+    np.testing.assert_array_equal(got[[1, 3]], init[[1, 3]])
+    v = tf.Variable(init)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"indices\[0\] = \[4\] does not index into param shape \[4,2\]"):
+            sess.run(tf.scatter_nd_update(v, [[4]], np.ones([1, 2], np.float32)))
+    with pytest.raises(ValueError, match="updates.shape = indices.shape"):
+        tf.scatter_nd_update(v, [[1]], np.ones([2, 2], np.float32))

@@ -13,9 +13,9 @@ import sys
 
 import numpy as np
 
-from dtf.kernels.reference.sparse import scatter_into, sparse_apply_into
+from dtf.kernels.reference.sparse import scatter_into, scatter_nd_into, sparse_apply_into
 from dtf.kernels.registry import register_kernel
-from dtf.ops.scatter_ops import SCATTER_OPS, SPARSE_APPLY_OPS, sparse_arg_names
+from dtf.ops.scatter_ops import SCATTER_ND_OPS, SCATTER_OPS, SPARSE_APPLY_OPS, sparse_arg_names
 
 from .state import UPDATES, _locked
 
@@ -32,13 +32,13 @@ def _owned_value(ref):
     return v.copy()
 
 
-def _scatter_factory(op_type):
+def _scatter_factory(op_type, scatter=scatter_into):
     def factory(node):
         def compute(ctx, ref, indices, updates):
             with ref.lock:
                 var = _owned_value(ref)
                 updates = np.asarray(updates, dtype=var.dtype)
-                ref.value = scatter_into(op_type, var, indices, updates)
+                ref.value = scatter(op_type, var, indices, updates)
                 return var
 
         return compute
@@ -71,5 +71,7 @@ def _sparse_apply_factory(op_type):
 
 for _op in SCATTER_OPS:
     register_kernel(_op, "CPU")(_scatter_factory(_op))
+for _op in SCATTER_ND_OPS:
+    register_kernel(_op, "CPU")(_scatter_factory(_op, scatter_nd_into))
 for _op in SPARSE_APPLY_OPS:
     register_kernel(_op, "CPU")(_sparse_apply_factory(_op))

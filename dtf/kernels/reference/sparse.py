@@ -239,3 +239,45 @@ def _sparse_to_dense(attrs, indices, output_shape, values, default_value):
     if n:
         out[tuple(idx.T)] = np.broadcast_to(values, (n,))
     return out
+
+
+def scatter_nd_into(op_type, var, indices, updates):
+    """Applies a ScatterNd* op to ``var`` in place: each index names a slice of var's
+    leading dims; the rows of a flat view of var are scattered as by scatter_into."""
+    indices = np.asarray(indices)
+    k = indices.shape[-1] if indices.ndim else 0
+    if indices.ndim < 1 or k > var.ndim:
+        raise errors.InvalidArgumentError(
+            None, None, f"indices.shape[-1] must be <= params.dims, got indices shape "
+            f"{list(indices.shape)} for params shape {list(var.shape)}")
+    batch = indices.shape[:-1]
+    want = batch + var.shape[k:]
+    if updates.shape != want:
+        raise errors.InvalidArgumentError(
+            None, None, f"Must have updates.shape = indices.shape[:batch_dim] + "
+            f"params_shape[slice_dim:], got updates.shape: {list(updates.shape)}, indices.shape: "
+            f"{list(indices.shape)}, params_shape: {list(var.shape)}")
+    flat_idx = indices.reshape(-1, k)
+    lead = var.shape[:k]
+    for i, row in enumerate(flat_idx):
+        if np.any(row < 0) or np.any(row >= lead):
+            raise errors.InvalidArgumentError(
+                None, None, f"indices[{i}] = {_index_text(row)} does not index into param "
+                f"shape {_index_text(var.shape)}")
+    rows = np.ravel_multi_index(tuple(flat_idx.T), lead) if k else np.zeros(len(flat_idx), int)
+    view = var.reshape((int(np.prod(lead)),) + var.shape[k:])  # a view: var changes with it
+    plain = {"ScatterNdUpdate": "ScatterUpdate", "ScatterNdAdd": "ScatterAdd",
+             "ScatterNdSub": "ScatterSub"}[op_type]
+    scatter_into(plain, view, rows, updates.reshape((rows.size,) + var.shape[k:]))
+    return var
+
+
+def _scatter_nd_reference(op_type):
+    def fn(attrs, var, indices, updates):
+        return scatter_nd_into(op_type, np.array(var), indices, updates)
+
+    return fn
+
+
+for _op in ("ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"):
+    reference(_op)(_scatter_nd_reference(_op))

@@ -111,7 +111,10 @@ def _indexed_slices_to_tensor(value, dtype=None, name=None, as_ref=False):
     elif n >= _LARGE_SPARSE_NUM_ELEMENTS:
         warnings.warn(f"Converting sparse IndexedSlices to a dense Tensor with {n} elements. "
                       "This may consume a large amount of memory.", stacklevel=3)
-    return unsorted_segment_sum(value.values, value.indices, value.dense_shape[0], name=name)
+    dense = unsorted_segment_sum(value.values, value.indices, value.dense_shape[0], name=name)
+    if value.get_shape().ndims is not None:  # what TF's shape inference folds to
+        dense.set_shape(value.get_shape())
+    return dense
 
 
 _ops.register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_tensor)

@@ -136,6 +136,10 @@ class SyncReplicasOptimizer(Optimizer):
             if grad is None:
                 accums.append(None)
                 continue
+            if hasattr(grad, "indices") and hasattr(grad, "values"):
+                # Aggregated densely (the average is the same; TF keeps it sparse with a
+                # SparseConditionalAccumulator, which dtf does not have yet).
+                grad = _ops.convert_to_tensor(grad)
             if not isinstance(grad, _ops.Tensor):
                 raise ValueError("Unknown grad type!")
             with _ops.device(var.device):

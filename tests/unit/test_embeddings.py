@@ -130,3 +130,16 @@ def test_sparse_placeholder_fed_and_fetched():
         tf.nn.embedding_lookup_sparse(tf.zeros([3, 2]), [0, 1], None)
     with pytest.raises(ValueError, match="combiner must be one of"):
         tf.nn.embedding_lookup_sparse(tf.zeros([3, 2]), sp, None, combiner="max")
+
+
+def test_sync_replicas_aggregates_sparse_gradients_densely():
+    emb = tf.Variable(np.zeros([6, 2], np.float32), name="emb")
+    gs = tf.train.get_or_create_global_step()
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                         replicas_to_aggregate=1, total_num_replicas=1)
+    grads = opt.compute_gradients(tf.reduce_sum(tf.nn.embedding_lookup(emb, [1, 4])))
+    assert isinstance(grads[0][0], tf.IndexedSlices)
+    opt.apply_gradients(grads, global_step=gs)
+    applies = [op for op in tf.get_default_graph().get_operations()
+               if op.type == "AccumulatorApplyGradient"]
+    assert applies and applies[0].inputs[-1].shape.as_list() == [6, 2]

@@ -1,3 +1,5 @@
 """tf.nn: activations, softmax and cross-entropy, conv2d, pooling, dropout."""
 from dtf.ops.nn_ops import *  # noqa: F401,F403
 from dtf.ops.embedding_ops import *  # noqa: F401,F403,E402
+from dtf.ops.candidate_sampling_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sampled_losses import *  # noqa: F401,F403,E402

@@ -321,3 +321,56 @@ def scatter_nd_on_variables(tf):
     out["sub_elements"] = tf.scatter_nd_sub(v3, [[[2, 1, 0]], [[0, 0, 1]]], np.array([[5.0], [7.0]], np.float32))
     out["name"] = out["update_rows"].op.name
     return out
+
+
+def _sampled_problem(tf, num_true):
+    rng = np.random.RandomState(14)
+    weights = tf.Variable(rng.randn(12, 4).astype(np.float32), name="w")
+    biases = tf.Variable(rng.randn(12).astype(np.float32), name="b")
+    inputs = tf.constant(rng.randn(3, 4).astype(np.float32))
+    labels = tf.constant(np.array([[2, 7], [5, 0], [11, 2]], np.int64)[:, :num_true])
+    sampled = tf.constant(np.array([7, 3, 9, 0], np.int64))
+    true_expected = tf.constant(rng.rand(3, num_true).astype(np.float32) + 0.1)
+    sampled_expected = tf.constant(rng.rand(4).astype(np.float32) + 0.1)
+    return weights, biases, inputs, labels, (sampled, true_expected, sampled_expected)
+
+
+@case
+def nce_and_sampled_softmax_losses(tf):
+    out = {}
+    for num_true in (1, 2):
+        w, b, x, labels, sampled = _sampled_problem(tf, num_true)
+        for hits in (False, True):
+            nce = tf.nn.nce_loss(w, b, labels, x, 4, 12, num_true=num_true, sampled_values=sampled,
+                                 remove_accidental_hits=hits)
+            ssm = tf.nn.sampled_softmax_loss(w, b, labels, x, 4, 12, num_true=num_true,
+                                             sampled_values=sampled, remove_accidental_hits=hits)
+            key = f"t{num_true}_{'hits' if hits else 'nohits'}"
+            gw, gx = tf.gradients(tf.reduce_sum(nce) + tf.reduce_sum(ssm), [w, x])
+            out[f"nce_{key}"] = nce
+            out[f"ssm_{key}"] = ssm
+            out[f"grad_w_{key}"] = tf.convert_to_tensor(gw)
+            out[f"grad_x_{key}"] = gx
+    shards = [tf.Variable(np.random.RandomState(15 + i).randn(6, 4).astype(np.float32),
+                          name=f"ws{i}") for i in range(2)]
+    w, b, x, labels, sampled = _sampled_problem(tf, 1)
+    out["nce_sharded_div"] = tf.nn.nce_loss(shards, b, labels, x, 4, 12, sampled_values=sampled,
+                                            partition_strategy="div")
+    return out
+
+
+@case
+def candidate_sampler_expected_counts(tf):
+    true = np.array([[0, 3], [9, 1]], np.int64)
+    out, static = {}, {}
+    for name, fn in (("uniform", tf.nn.uniform_candidate_sampler),
+                     ("log_uniform", tf.nn.log_uniform_candidate_sampler)):
+        s, te, se = fn(true, 2, 5, False, 10, seed=1)
+        out[f"{name}_true_expected"] = te
+        out[f"{name}_sampled_expected_for_true"] = fn(true, 2, 3, False, 10, seed=2)[1]
+        static[f"{name}_shapes"] = str([s.shape.as_list(), te.shape.as_list(), se.shape.as_list()])
+    s, te, se = tf.nn.all_candidate_sampler(true % 4, 2, 4, True)
+    out.update({"all_sampled": s, "all_true_expected": te, "all_sampled_expected": se})
+    hits = tf.nn.compute_accidental_hits(true, np.array([3, 5, 1, 0, 3], np.int64), 2)
+    out.update({"hit_indices": hits[0], "hit_ids": hits[1], "hit_weights": hits[2]})
+    return lambda sess: {**sess.run(out), **static}

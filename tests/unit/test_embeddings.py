@@ -143,3 +143,42 @@ def test_sync_replicas_aggregates_sparse_gradients_densely():
     applies = [op for op in tf.get_default_graph().get_operations()
                if op.type == "AccumulatorApplyGradient"]
     assert applies and applies[0].inputs[-1].shape.as_list() == [6, 2]
+
+
+@pytest.mark.parametrize("fn", [tf.nn.uniform_candidate_sampler,
+                                tf.nn.log_uniform_candidate_sampler])
+def test_candidate_samplers_draw_in_range_distinct_and_seeded(fn):
+    true = np.array([[1], [4]], np.int64)
+    sampled, true_expected, sampled_expected = fn(true, 1, 6, True, 8, seed=3)
+    with tf.Session() as sess:
+        first = sess.run([sampled, true_expected, sampled_expected])
+        second = sess.run(sampled)
+    with tf.Session() as sess:
+        again = sess.run(sampled)
+    s, te, se = first
+    assert s.dtype == np.int64 and len(set(s.tolist())) == 6 and ((0 <= s) & (s < 8)).all()
+    assert (te > 0).all() and (te <= 1).all() and (se > 0).all() and (se <= 1).all()
+    np.testing.assert_array_equal(s, again)  # same seed, new session: same draws
+    assert second.shape == (6,)
+    check_against_reference(sampled)
+
+
+def test_sampler_refuses_a_true_class_out_of_range():
+    s, _, _ = tf.nn.uniform_candidate_sampler([[12]], 1, 2, False, 10)
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match="out of range \\[0, 10\\), received 12"):
+        sess.run(s)
+
+
+def test_nce_and_sampled_softmax_gradients_against_finite_differences():
+    rng = np.random.RandomState(0)
+    labels = np.array([[1], [3]], np.int64)
+    sampled = (tf.constant([0, 2, 3], tf.int64), tf.constant([[0.3], [0.2]]),
+               tf.constant([0.5, 0.25, 0.2]))
+
+    def loss(w, x, which):
+        values = tuple(tf.cast(v, tf.float64) if v.dtype == tf.float32 else v for v in sampled)
+        return which(w, tf.zeros([5], tf.float64), labels, x, 3, 5, sampled_values=values)
+
+    for which in (tf.nn.nce_loss, tf.nn.sampled_softmax_loss):
+        check_gradient(lambda w, x: loss(w, x, which), [rng.randn(5, 3), rng.randn(2, 3)])

@@ -9,3 +9,4 @@ from . import math  # noqa: F401
 from . import nn  # noqa: F401
 from . import random  # noqa: F401
 from . import sparse  # noqa: F401
+from . import candidate_sampling  # noqa: F401

@@ -346,7 +346,8 @@ class SlicedSaveable:
 
         if len(self.shards) == 1:
             return self.shards[0]._ref()
-        return concat([v.value() for v in self.shards], self.axis)
+        with _ops.colocate_with(self.shards[0].op):  # the whole tensor forms on shard 0's task
+            return concat([v.value() for v in self.shards], self.axis)
 
     def restore_ops(self, tensor):
         from .array_ops import slice as slice_

@@ -182,3 +182,13 @@ def test_nce_and_sampled_softmax_gradients_against_finite_differences():
 
     for which in (tf.nn.nce_loss, tf.nn.sampled_softmax_loss):
         check_gradient(lambda w, x: loss(w, x, which), [rng.randn(5, 3), rng.randn(2, 3)])
+
+
+def test_greedy_load_balancing_spreads_shards_by_bytes():
+    strategy = tf.train.GreedyLoadBalancingStrategy(2, tf.train.byte_size_load_fn)
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, ps_strategy=strategy)):
+        big = tf.get_variable("big", [100, 8])
+        emb = tf.get_variable("emb", [40, 8], partitioner=tf.fixed_size_partitioner(4))
+    assert big.device == "/job:ps/task:0"
+    # Every 10x8 shard goes to the lighter task: task 1 until it catches up with task 0.
+    assert [v.device for v in emb] == ["/job:ps/task:1"] * 4

@@ -60,7 +60,7 @@ class StepContext:
     """What a kernel sees of the step it runs in."""
 
     __slots__ = ("state", "resources", "step_id", "rendezvous", "deadline", "device", "task",
-                 "cancelled", "extra", "may_park")
+                 "cancelled", "extra", "may_park", "values")
 
     def __init__(self, state: ExecState, step_id=0, rendezvous=None, deadline=None,
                  device="", task=""):
@@ -76,6 +76,9 @@ class StepContext:
         # While a step runs in pieces: its resume callback, which a kernel about to block
         # registers where it waits before raising WouldBlock (see kernels.registry).
         self.may_park = None
+        # The step's value slots: a row update counts which references to a variable's
+        # array are this step's own (dtf/kernels/cpu/scatter.py).
+        self.values = None
 
     def rng(self, node_name, seed, seed2):
         return self.state.rng(node_name, seed, seed2)
@@ -136,7 +139,7 @@ class Plan:
             return self._run(ctx, feed_values, stats)
 
     def _run(self, ctx, feed_values, stats):
-        vals = self._slots(feed_values)
+        vals = ctx.values = self._slots(feed_values)
         if self.dataflow is not None:
             _DataflowRun(self, ctx, vals, stats).advance()
         elif self.inter_op is not None:
@@ -153,7 +156,8 @@ class Plan:
         False when the rest waits for tensors (``on_ready`` is called once one arrives),
         True when done; ``outputs()`` then gives the fetches. Servers run short partitions
         this way on their I/O thread, so no thread waits for a tensor."""
-        return _DataflowRun(self, ctx, self._slots(feed_values), None)
+        vals = ctx.values = self._slots(feed_values)
+        return _DataflowRun(self, ctx, vals, None)
 
     def _slots(self, feed_values):
         vals = [None] * self.n_slots
@@ -355,7 +359,7 @@ class _DataflowRun:
         out = self.plan._outputs(self.ctx, self.vals)
         # A server's parked-step callbacks can keep this run alive until the cycle collector
         # runs: drop the step's values now (same-host tensors hold shared-memory segments).
-        self.vals = None
+        self.vals = self.ctx.values = None
         return out
 
 

@@ -221,3 +221,22 @@ def test_scatter_nd_kernels_match_reference_and_name_bad_indices():
             sess.run(tf.scatter_nd_update(v, [[4]], np.ones([1, 2], np.float32)))
     with pytest.raises(ValueError, match="updates.shape = indices.shape"):
         tf.scatter_nd_update(v, [[1]], np.ones([2, 2], np.float32))
+
+
+def test_sparse_training_never_changes_values_fetched_earlier():
+    init = _table(6, 2)
+    params = tf.Variable(init, name="emb")
+    rows = tf.gather(params, [1, 4])
+    train = tf.train.AdagradOptimizer(0.5).minimize(tf.reduce_sum(rows ** 2))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        held = sess.run(params)
+        fetched_rows, _ = sess.run([rows, train])
+        after_one = sess.run(params)
+        for _ in range(3):
+            sess.run(train)
+        final = sess.run(params)
+    np.testing.assert_array_equal(held, init)
+    np.testing.assert_array_equal(fetched_rows, init[[1, 4]])
+    assert np.any(after_one[1] != init[1]) and np.any(final[1] != after_one[1])
+    np.testing.assert_array_equal(final[[0, 2, 3, 5]], init[[0, 2, 3, 5]])

@@ -240,3 +240,27 @@ def test_sparse_training_never_changes_values_fetched_earlier():
     np.testing.assert_array_equal(fetched_rows, init[[1, 4]])
     assert np.any(after_one[1] != init[1]) and np.any(final[1] != after_one[1])
     np.testing.assert_array_equal(final[[0, 2, 3, 5]], init[[0, 2, 3, 5]])
+
+
+def test_lazy_adam_moves_only_touched_rows_with_adams_step():
+    init = _table(6, 2)
+    params = tf.Variable(init, name="emb")
+    ids = tf.placeholder(tf.int32, [None])
+    opt = tf.contrib.opt.LazyAdamOptimizer(0.1)
+    train = opt.minimize(tf.reduce_sum(tf.gather(params, ids) ** 2))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train, {ids: [1, 1, 4]})
+        sess.run(train, {ids: [4]})
+        got, m = sess.run([params, opt.get_slot(params, "m")])
+    # numpy Adam on the touched rows only; duplicate ids summed first.
+    want, mm, vv = init.astype(np.float64), np.zeros_like(init, np.float64), np.zeros_like(init, np.float64)
+    for t, (rows, counts) in enumerate((([1, 4], [2, 1]), ([4], [1])), start=1):
+        g = 2 * want[rows] * np.array(counts)[:, None]
+        mm[rows] = 0.9 * mm[rows] + 0.1 * g
+        vv[rows] = 0.999 * vv[rows] + 0.001 * g * g
+        lr = 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+        want[rows] -= lr * mm[rows] / (np.sqrt(vv[rows]) + 1e-8)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m, mm, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(got[[0, 2, 3, 5]], init[[0, 2, 3, 5]])

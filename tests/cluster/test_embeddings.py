@@ -95,3 +95,40 @@ def test_partitioned_checkpoint_restores_onto_a_different_number_of_ps_tasks(mak
             restored = sess.run(tf.convert_to_tensor(emb3))
     assert [v.op.name for v in emb3] == ["emb/part_0", "emb/part_1", "emb/part_2"]
     np.testing.assert_array_equal(restored, saved)
+
+
+def test_word2vec_example_trains_a_table_partitioned_over_both_ps(make_cluster):
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.cluster.conftest import REPO
+
+    cl = make_cluster(ps=2, worker=2).start_all()
+    procs = []
+    for i in (0, 1):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(
+            {"cluster": cl.jobs, "task": {"type": "worker", "index": i}, "rpc_layer": "grpc"}))
+        env.pop("DTF_PROGRESS", None)
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "examples", "word2vec_skipgram.py"),
+             "--vocabulary_size=2000", "--embedding_size=32", "--last_step=300",
+             "--report_steps=30"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    outs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            pytest.fail(f"word2vec worker did not finish:\n{out}")
+        assert p.returncode == 0, out
+        outs.append(out)
+    assert "on /job:ps/task:0" in outs[0] and "on /job:ps/task:1" in outs[0], outs[0]
+    for out in outs:
+        first, last = map(float, re.search(r"first \d+ ([\d.]+), of the last \d+ ([\d.]+)",
+                                           out).groups())
+        assert last < 0.8 * first, out

@@ -298,15 +298,10 @@ def _with_partition_info(initializer, info, dtype, name):
     part of the full variable it fills."""
     import inspect
 
-    from . import init_ops
+    from .variable_scope import default_initializer
 
     if initializer is None:
-        if dtype.is_floating:
-            initializer = init_ops.glorot_uniform_initializer()
-        elif dtype.is_integer or dtype.is_bool or dtype == dtypes.string:
-            initializer = init_ops.zeros_initializer()
-        else:
-            raise ValueError(f"An initializer for variable {name} of {dtype} is required")
+        initializer = default_initializer(name, dtype)
     if inspect.isclass(initializer):
         initializer = initializer()
 

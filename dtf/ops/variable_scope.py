@@ -224,15 +224,20 @@ class _VariableStore:
         return found
 
 
+def default_initializer(name, dtype):
+    """get_variable's initializer when none is given: glorot uniform for floats, zeros for
+    integers, bools and strings."""
+    if dtype.is_floating:
+        return init_ops.glorot_uniform_initializer()
+    if dtype.is_integer or dtype.is_bool or dtype == dtypes.string:
+        return init_ops.zeros_initializer()
+    raise ValueError(f"An initializer for variable {name} of {dtype} is required")
+
+
 def _initial_value(name, shape, dtype, initializer):
     """What Variable gets: the constant itself, or a thunk calling the initializer."""
     if initializer is None:
-        if dtype.is_floating:
-            initializer = init_ops.glorot_uniform_initializer()
-        elif dtype.is_integer or dtype.is_bool or dtype == dtypes.string:
-            initializer = init_ops.zeros_initializer()
-        else:
-            raise ValueError(f"An initializer for variable {name} of {dtype} is required")
+        initializer = default_initializer(name, dtype)
     if not callable(initializer):
         return initializer
     import inspect  # here, not at import: inspect costs ~15 ms of start-up

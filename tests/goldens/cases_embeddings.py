@@ -374,3 +374,16 @@ def candidate_sampler_expected_counts(tf):
     hits = tf.nn.compute_accidental_hits(true, np.array([3, 5, 1, 0, 3], np.int64), 2)
     out.update({"hit_indices": hits[0], "hit_ids": hits[1], "hit_weights": hits[2]})
     return lambda sess: {**sess.run(out), **static}
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_proximal_gradient_descent(tf):
+    return _sparse_training(tf, lambda: tf.train.ProximalGradientDescentOptimizer(
+        0.1, l1_regularization_strength=0.05, l2_regularization_strength=0.1))
+
+
+@case(rtol=1e-4, atol=1e-5)
+def sparse_adagrad_da(tf):
+    step = tf.Variable(3, dtype=tf.int64, name="da_step", trainable=False)
+    return _sparse_training(tf, lambda: tf.train.AdagradDAOptimizer(
+        0.1, step, l1_regularization_strength=0.01, l2_regularization_strength=0.02))

@@ -30,6 +30,7 @@ from dtf.framework.ops import (  # noqa: F401
     reset_default_graph,
 )
 from dtf.framework.indexed_slices import IndexedSlices, IndexedSlicesValue  # noqa: F401
+from dtf.framework.ops import convert_to_tensor_or_indexed_slices  # noqa: F401
 from dtf.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions  # noqa: F401
 from dtf.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 

@@ -264,3 +264,18 @@ def test_lazy_adam_moves_only_touched_rows_with_adams_step():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(m, mm, rtol=1e-5, atol=1e-7)
     np.testing.assert_array_equal(got[[0, 2, 3, 5]], init[[0, 2, 3, 5]])
+
+
+def test_variable_scatter_methods_take_indexed_slices():
+    v = tf.Variable(np.zeros([4, 2], np.float32))
+    delta = tf.IndexedSlices(tf.constant([[1.0, 2.0]]), tf.constant([2]))
+    ops = [v.scatter_add(delta), v.scatter_sub(delta), v.scatter_update(delta)]
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        got = [sess.run(op).copy() for op in ops]
+    np.testing.assert_array_equal(got[0][2], [1.0, 2.0])
+    np.testing.assert_array_equal(got[1][2], [0.0, 0.0])
+    np.testing.assert_array_equal(got[2][2], [1.0, 2.0])
+    assert tf.convert_to_tensor_or_indexed_slices(delta) is delta
+    with pytest.raises(TypeError, match="sparse_delta is not IndexedSlices"):
+        v.scatter_add(tf.constant([1.0]))

@@ -385,6 +385,36 @@ def _invoke(step, ctx, vals, stats=None):
                               int((time.perf_counter() - t0) * 1e6), shapes))
 
 
+def _fusable_op_types(device_type):
+    """Op types fusion may merge into a group (their variable reads stay deref steps)."""
+    if device_type != "CPU" or not fusion.ENABLED:
+        return frozenset()
+    from dtf.kernels.cpu.fused import TEMPLATES
+
+    return frozenset(TEMPLATES) | frozenset(fusion.HEADS)
+
+
+def _reading_variables(compute, positions):
+    """``compute`` reading the variables at input ``positions`` itself, when called."""
+    if len(positions) == 1:
+        (p,) = positions
+
+        def run_one(ctx, *xs):
+            xs = list(xs)
+            xs[p] = xs[p].read()
+            return compute(ctx, *xs)
+
+        return run_one
+
+    def run(ctx, *xs):
+        xs = list(xs)
+        for p in positions:
+            xs[p] = xs[p].read()
+        return compute(ctx, *xs)
+
+    return run
+
+
 def _record_recv(stats, step, value):
     """A traced step lists its receives too (as TF's step stats do): their output shapes
     say how much each step moved between tasks."""
@@ -553,19 +583,26 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
 
     steps = []
     blocking = False
+    fusable_ops = _fusable_op_types(device_type)
     for node in order:
         opdef = get_op_def(node.op)
         passes_ref = node.name in ref_producers and opdef.forwards_ref
-        ins = []
+        ins, reads = [], []
         for pos, inp in enumerate(node.inputs):
             slot = slot_of[inp]
             src = split_tensor_name(inp)[0]
             if (src in ref_producers and inp not in fed and pos not in opdef.ref_inputs
                     and not (passes_ref and pos == 0)):
-                # One read per consumer, at the consumer's turn (never shared).
-                steps.append((_deref, (slot,), n_slots, 1, node))
-                slot = n_slots
-                n_slots += 1
+                # One read per consumer, at the consumer's turn (never shared): inside its
+                # kernel call, so no slot keeps the variable's array for the rest of the
+                # step (a sparse update may then write a table in place); a deref step
+                # for ops that fusion may merge (it works on slots).
+                if node.op in fusable_ops:
+                    steps.append((_deref, (slot,), n_slots, 1, node))
+                    slot = n_slots
+                    n_slots += 1
+                else:
+                    reads.append(pos)
             ins.append(slot)
         try:
             kdef = kernel_registry.lookup(node.op, device_type, node.dtype_key)
@@ -574,6 +611,8 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
                 node.name, None, f"No OpKernel was registered to support Op '{node.op}' used by "
                 f"node {node.name}: {e.message}") from None
         compute = kdef.factory(node)
+        if reads:
+            compute = _reading_variables(compute, tuple(reads))
         blocking = blocking or kdef.blocking
         out = slot_of.get(f"{node.name}:0", n_slots) if node.output_dtypes else 0
         steps.append((compute, tuple(ins), out, len(node.output_dtypes), node))

@@ -387,3 +387,25 @@ def sparse_adagrad_da(tf):
     step = tf.Variable(3, dtype=tf.int64, name="da_step", trainable=False)
     return _sparse_training(tf, lambda: tf.train.AdagradDAOptimizer(
         0.1, step, l1_regularization_strength=0.01, l2_regularization_strength=0.02))
+
+
+@case
+def sparse_reorder_retain_reduce_matmul(tf):
+    rng = np.random.RandomState(16)
+    indices = np.array([[2, 1], [0, 3], [1, 0], [0, 1]], np.int64)
+    values = tf.constant(rng.randn(4))
+    sp = tf.SparseTensor(indices, values, [3, 4])
+    ordered = tf.sparse.reorder(sp)
+    kept = tf.sparse.retain(ordered, [True, False, True, True])
+    b = tf.constant(rng.randn(4, 2))
+    bt = tf.constant(rng.randn(2, 3))
+    prod = tf.sparse_tensor_dense_matmul(ordered, b)
+    prod_adj = tf.sparse_tensor_dense_matmul(ordered, bt, adjoint_a=True, adjoint_b=True)
+    g_values, g_b = tf.gradients(tf.reduce_sum(prod * prod) + tf.reduce_sum(ordered.values ** 3),
+                                 [values, b])
+    return {"ordered_indices": ordered.indices, "ordered_values": ordered.values,
+            "kept_indices": kept.indices, "kept_values": kept.values,
+            "sum_all": tf.sparse.reduce_sum(ordered), "sum_0": tf.sparse.reduce_sum(ordered, 0),
+            "sum_1_keep": tf.sparse_reduce_sum(ordered, axis=1, keepdims=True),
+            "prod": prod, "prod_adj": prod_adj, "g_values": g_values,
+            "g_b": tf.convert_to_tensor(g_b)}

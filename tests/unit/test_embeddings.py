@@ -192,3 +192,16 @@ def test_greedy_load_balancing_spreads_shards_by_bytes():
     assert big.device == "/job:ps/task:0"
     # Every 10x8 shard goes to the lighter task: task 1 until it catches up with task 0.
     assert [v.device for v in emb] == ["/job:ps/task:1"] * 4
+
+
+def test_sparse_reorder_kernel_gradient_and_matmul_gradient():
+    indices = np.array([[1, 0], [0, 2], [0, 1]], np.int64)
+    weights = np.array([1.0, 2.0, 3.0])
+    ordered = tf.sparse.reorder(tf.SparseTensor(indices, tf.constant([4.0, 5.0, 6.0]), [2, 3]))
+    check_against_reference(ordered.values)
+    check_gradient(lambda v: tf.sparse.reorder(tf.SparseTensor(indices, v, [2, 3])).values
+                   * weights, [np.array([0.5, -1.0, 2.0])])
+    check_gradient(lambda b: tf.sparse_tensor_dense_matmul(
+        tf.SparseTensor(indices, [1.5, -2.0, 0.5], [2, 3]), b), [np.random.RandomState(2).randn(3, 2)])
+    with pytest.raises(ValueError, match="to_retain must be a vector"):
+        tf.sparse.retain(ordered, [[True]])

@@ -281,3 +281,14 @@ def _scatter_nd_reference(op_type):
 
 for _op in ("ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"):
     reference(_op)(_scatter_nd_reference(_op))
+
+
+@reference("SparseReorder")
+def _sparse_reorder(attrs, indices, values, dense_shape):
+    indices = np.asarray(indices)
+    if indices.ndim != 2 or values.ndim != 1 or indices.shape[0] != values.shape[0]:
+        raise errors.InvalidArgumentError(
+            None, None, f"Input indices should be a matrix and values a vector of as many "
+            f"entries, got {list(indices.shape)} and {list(values.shape)}")
+    order = np.lexsort(indices.T[::-1]) if indices.size else np.arange(0)
+    return indices[order].astype(np.int64), values[order]

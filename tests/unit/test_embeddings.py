@@ -202,6 +202,6 @@ def test_sparse_reorder_kernel_gradient_and_matmul_gradient():
     check_gradient(lambda v: tf.sparse.reorder(tf.SparseTensor(indices, v, [2, 3])).values
                    * weights, [np.array([0.5, -1.0, 2.0])])
     check_gradient(lambda b: tf.sparse_tensor_dense_matmul(
-        tf.SparseTensor(indices, [1.5, -2.0, 0.5], [2, 3]), b), [np.random.RandomState(2).randn(3, 2)])
+        tf.SparseTensor(indices, np.array([1.5, -2.0, 0.5]), [2, 3]), b), [np.random.RandomState(2).randn(3, 2)])
     with pytest.raises(ValueError, match="to_retain must be a vector"):
         tf.sparse.retain(ordered, [[True]])

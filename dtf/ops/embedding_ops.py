@@ -11,7 +11,8 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from . import array_ops, clip_ops, math_ops
 from .reduction_ops import reduce_sum
-from .stitch_ops import dynamic_partition, parallel_dynamic_stitch
+from .segment_ops import dynamic_partition, segment_sum
+from .stitch_ops import parallel_dynamic_stitch
 
 __all__ = ["embedding_lookup", "embedding_lookup_sparse"]
 
@@ -163,44 +164,33 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
                     [1] * (embeddings.get_shape().ndims - 1)))
             embeddings *= weights
             if combiner == "sum":
-                return _segment_sum(embeddings, segment_ids, name=name)
+                return segment_sum(embeddings, segment_ids, name=name)
             # An empty batch row gives zeros, not 0/0 (div_no_nan, as TF 2 builds it).
-            weight_sum = _segment_sum(weights, segment_ids)
+            weight_sum = segment_sum(weights, segment_ids)
             if combiner == "mean":
-                embeddings = _segment_sum(embeddings, segment_ids)
+                embeddings = segment_sum(embeddings, segment_ids)
                 return math_ops.div_no_nan(embeddings, weight_sum, name=name)
-            weight_sum_sqrt = math_ops.sqrt(_segment_sum(math_ops.pow(weights, 2),
+            weight_sum_sqrt = math_ops.sqrt(segment_sum(math_ops.pow(weights, 2),
                                                             segment_ids))
-            embeddings = _segment_sum(embeddings, segment_ids)
+            embeddings = segment_sum(embeddings, segment_ids)
             return math_ops.div_no_nan(embeddings, weight_sum_sqrt, name=name)
         return _sparse_segment_combine(embeddings, idx, segment_ids, combiner, name)
 
 
 def _unique_ids(ids):
-    from .stitch_ops import unique
+    from .sort_ops import unique
 
     return unique(ids)
 
 
-# TF's segment_sum and sparse_segment_{sum,mean,sqrt_n} over sorted segment ids, written
-# with unsorted_segment_sum and gather: as many output rows as the last segment id + 1.
-def _num_segments(segment_ids):
-    from .reduction_ops import reduce_max
-
-    return math_ops.maximum(reduce_max(segment_ids) + 1, 0)
-
-
-def _segment_sum(data, segment_ids, name=None):
-    return array_ops.unsorted_segment_sum(data, segment_ids, _num_segments(segment_ids),
-                                          name=name)
-
-
+# TF's sparse_segment_{sum,mean,sqrt_n} over sorted segment ids, with segment_sum: as many
+# output rows as the last segment id + 1.
 def _sparse_segment_combine(data, indices, segment_ids, combiner, name):
-    summed = _segment_sum(array_ops.gather(data, indices), segment_ids)
+    summed = segment_sum(array_ops.gather(data, indices), segment_ids)
     if combiner == "sum":
         return array_ops.identity(summed, name=name)
     ones = array_ops.ones_like(segment_ids, dtype=data.dtype)
-    counts = math_ops.maximum(_segment_sum(ones, segment_ids), 1)  # empty rows stay zero
+    counts = math_ops.maximum(segment_sum(ones, segment_ids), 1)  # empty rows stay zero
     if combiner == "sqrtn":
         counts = math_ops.sqrt(counts)
     ones_tail = array_ops.fill(array_ops.expand_dims(array_ops.rank(summed) - 1, 0), 1)

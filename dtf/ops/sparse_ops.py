@@ -145,24 +145,14 @@ def _as_sparse(x, what):
     return x
 
 
-def _gather_at(dense, indices):
-    """dense[indices[i]] for each row of the [N, rank] ``indices`` (a gather_nd)."""
-    from . import array_ops, math_ops
-    from .reduction_ops import reduce_sum
-
-    shape = array_ops.shape(dense, out_type=indices.dtype)
-    strides = math_ops.cumprod(shape, exclusive=True, reverse=True)
-    flat = reduce_sum(indices * strides, 1)
-    return array_ops.gather(array_ops.reshape(dense, [-1]), flat)
-
-
 @RegisterGradient("SparseToDense")
 def _sparse_to_dense_grad(op, grad):
     from . import array_ops
     from .reduction_ops import reduce_sum
+    from .scatter_nd_ops import gather_nd
 
     indices, output_shape = op.inputs[:2]
-    values_grad = _gather_at(grad, indices if indices.shape.ndims == 2
-                             else array_ops.reshape(indices, [-1, 1]))
+    values_grad = gather_nd(grad, indices if indices.shape.ndims == 2
+                            else array_ops.reshape(indices, [-1, 1]))
     default_grad = reduce_sum(grad) - reduce_sum(values_grad)
     return [None, None, values_grad, default_grad]

@@ -220,7 +220,7 @@ class Optimizer:
 def _deduplicate_indexed_slices(values, indices):
     """(summed values, unique indices): the rows of each repeated index added up."""
     from dtf.ops.array_ops import shape, unsorted_segment_sum
-    from dtf.ops.stitch_ops import unique
+    from dtf.ops.sort_ops import unique
 
     unique_indices, new_positions = unique(indices)
     summed = unsorted_segment_sum(values, new_positions, shape(unique_indices)[0])

@@ -1,5 +1,5 @@
-"""Reference semantics: row updates (Scatter*, SparseApply*) and the ops that route rows
-(Unique, DynamicPartition, DynamicStitch).
+"""Reference semantics: row updates (Scatter*, ScatterNd*, SparseApply*), SparseToDense,
+SparseReorder and ParallelDynamicStitch.
 
 The row updates are written as in-place routines over arrays (``scatter_into``,
 ``sparse_apply_into``); the reference entries apply them to copies, the CPU kernels
@@ -11,7 +11,8 @@ import numpy as np
 
 from dtf.framework import errors
 
-from .table import reference
+from . import segment  # noqa: F401  (DynamicStitch's reference, shared)
+from .table import REFERENCE, reference
 
 
 def check_indices(indices, limit, style="scatter"):
@@ -109,64 +110,8 @@ def sparse_apply_into(dense_update, attrs, refs, args, indices_pos):
 
 
 # -- routing rows ------------------------------------------------------------------------
-@reference("Unique")
-def _unique(attrs, x):
-    if x.ndim != 1:
-        raise errors.InvalidArgumentError(None, None, f"unique expects a 1D vector, got shape "
-                                          f"{list(x.shape)}")
-    # Values in order of first appearance, as TF's Unique returns them.
-    _, first, inverse = np.unique(x, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    out_idx = attrs.get("out_idx")
-    idx_dtype = out_idx.as_numpy_dtype if out_idx is not None else np.int32
-    return x[np.sort(first)], rank[inverse.reshape(-1)].astype(idx_dtype)
-
-
-@reference("DynamicPartition")
-def _dynamic_partition(attrs, data, partitions):
-    n = int(attrs["num_partitions"])
-    partitions = np.asarray(partitions)
-    if data.shape[:partitions.ndim] != partitions.shape:
-        raise errors.InvalidArgumentError(
-            None, None, f"data.shape must start with partitions.shape, got data.shape = "
-            f"{list(data.shape)}, partitions.shape = {list(partitions.shape)}")
-    flat_p = partitions.reshape(-1)
-    bad = (flat_p < 0) | (flat_p >= n)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise errors.InvalidArgumentError(
-            None, None, f"partitions[{i}] = {int(flat_p[i])} is not in [0, {n})")
-    rows = data.reshape((flat_p.size,) + data.shape[partitions.ndim:])
-    return tuple(rows[flat_p == p] for p in range(n))
-
-
-def _dynamic_stitch(attrs, *inputs):
-    n = len(inputs) // 2
-    indices, data = inputs[:n], inputs[n:]
-    flat_idx = [np.asarray(i).reshape(-1) for i in indices]
-    total = max((int(i.max()) + 1 for i in flat_idx if i.size), default=0)
-    tail = None
-    for i, d in zip(indices, data):
-        if d.shape[:np.ndim(i)] != np.shape(i):
-            raise errors.InvalidArgumentError(
-                None, None, f"data.shape must start with indices.shape, got data.shape = "
-                f"{list(d.shape)}, indices.shape = {list(np.shape(i))}")
-        t = d.shape[np.ndim(i):]
-        if tail is not None and t != tail:
-            raise errors.InvalidArgumentError(None, None, "all data must have the same element "
-                                              f"shape, got {list(tail)} and {list(t)}")
-        tail = t
-    out = np.zeros((total,) + (tail or ()), dtype=data[0].dtype)
-    for i, d in zip(flat_idx, data):  # later inputs win on a repeated index, as in TF
-        if i.size:
-            out[i] = d.reshape((i.size,) + tail)
-    return out
-
-
-reference("DynamicStitch")(_dynamic_stitch)
-reference("ParallelDynamicStitch")(_dynamic_stitch)
+# ParallelDynamicStitch is DynamicStitch under the op type embedding_lookup builds.
+reference("ParallelDynamicStitch")(REFERENCE["DynamicStitch"])
 
 
 def _sparse_apply_reference(op_type):

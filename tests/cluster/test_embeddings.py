@@ -75,7 +75,8 @@ def test_partitioned_checkpoint_restores_onto_a_different_number_of_ps_tasks(mak
                                                                             tmp_path):
     two = make_cluster(ps=2, worker=1).start_all()
     with tf.Graph().as_default():
-        emb, ids, loss, train = _model(two.cluster_spec(), 2, tf.train.GradientDescentOptimizer(0.1))
+        emb, ids, loss, train = _model(two.cluster_spec(), 2,
+                                       tf.train.GradientDescentOptimizer(0.1))
         saver = tf.train.Saver()
         with tf.Session(two.target("worker", 0)) as sess:
             sess.run(tf.global_variables_initializer())

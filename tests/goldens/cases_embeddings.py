@@ -248,7 +248,8 @@ def sparse_training_of_partitioned_embedding(tf):
     emb = tf.get_variable("emb", [9, 3], initializer=init, partitioner=tf.fixed_size_partitioner(2))
     with tf.variable_scope("errors"):
         try:
-            tf.get_variable("from_value", initializer=table, partitioner=tf.fixed_size_partitioner(2))
+            tf.get_variable("from_value", initializer=table,
+                            partitioner=tf.fixed_size_partitioner(2))
             error = "none"
         except ValueError as e:
             error = str(e)
@@ -301,7 +302,8 @@ def sparse_tensor_feed_fetch_and_to_dense(tf):
     grad, default_grad = tf.gradients(tf.reduce_sum(dense * 3.0), [values, dense.op.inputs[3]])
     feeds = {sp: tf.SparseTensorValue([[0, 0], [2, 3]], [1.5, -2.0], [3, 4]),
              sp_open: ([[1], [4]], [7, 8], [6]), values: [1.0, 2.0, 3.0]}
-    fetches = {"to_dense": tf.sparse.to_dense(sp), "open_dense": tf.sparse_tensor_to_dense(sp_open, 5),
+    fetches = {"to_dense": tf.sparse.to_dense(sp),
+               "open_dense": tf.sparse_tensor_to_dense(sp_open, 5),
                "sp_values": sp.values, "sp_indices": sp.indices, "sp_shape": sp.dense_shape,
                "dense": dense, "grad": grad, "default_grad": default_grad}
     static = {"sp_static_shape": sp.get_shape().as_list(), "names": [sp.values.op.name,
@@ -316,9 +318,11 @@ def scatter_nd_on_variables(tf):
     v1 = tf.Variable(base, name="nd_update")
     out["update_rows"] = tf.scatter_nd_update(v1, [[3], [0]], np.ones([2, 3, 2], np.float32))
     v2 = tf.Variable(base, name="nd_add")
-    out["add_cells"] = tf.scatter_nd_add(v2, [[1, 2], [1, 2], [0, 0]], np.full([3, 2], 2.0, np.float32))
+    out["add_cells"] = tf.scatter_nd_add(v2, [[1, 2], [1, 2], [0, 0]],
+                                         np.full([3, 2], 2.0, np.float32))
     v3 = tf.Variable(base, name="nd_sub")
-    out["sub_elements"] = tf.scatter_nd_sub(v3, [[[2, 1, 0]], [[0, 0, 1]]], np.array([[5.0], [7.0]], np.float32))
+    out["sub_elements"] = tf.scatter_nd_sub(v3, [[[2, 1, 0]], [[0, 0, 1]]],
+                                            np.array([[5.0], [7.0]], np.float32))
     out["name"] = out["update_rows"].op.name
     return out
 

@@ -29,7 +29,8 @@ def test_lookup_gathers_beside_each_shard():
 
 def test_lookup_rejects_unknown_strategy_and_empty_params():
     with pytest.raises(ValueError, match="Unrecognized partition strategy: modulo"):
-        tf.nn.embedding_lookup([tf.zeros([2, 2]), tf.zeros([2, 2])], [0], partition_strategy="modulo")
+        tf.nn.embedding_lookup([tf.zeros([2, 2]), tf.zeros([2, 2])], [0],
+                               partition_strategy="modulo")
     with pytest.raises(ValueError, match="Need at least one param"):
         tf.nn.embedding_lookup([], [0])
 
@@ -109,9 +110,11 @@ def test_sparse_to_dense_errors_name_the_index():
         return tf.sparse_to_dense(indices, [3, 3], [1.0, 2.0])
 
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = \[0,1\] is out of order"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"indices\[1\] = \[0,1\] is out of order"):
             sess.run(dense([[1, 0], [0, 1]]))
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = \[1,0\] is repeated"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"indices\[1\] = \[1,0\] is repeated"):
             sess.run(dense([[1, 0], [1, 0]]))
         with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
             sess.run(dense([[1, 0], [3, 0]]))
@@ -202,6 +205,7 @@ def test_sparse_reorder_kernel_gradient_and_matmul_gradient():
     check_gradient(lambda v: tf.sparse.reorder(tf.SparseTensor(indices, v, [2, 3])).values
                    * weights, [np.array([0.5, -1.0, 2.0])])
     check_gradient(lambda b: tf.sparse_tensor_dense_matmul(
-        tf.SparseTensor(indices, np.array([1.5, -2.0, 0.5]), [2, 3]), b), [np.random.RandomState(2).randn(3, 2)])
+        tf.SparseTensor(indices, np.array([1.5, -2.0, 0.5]), [2, 3]), b),
+        [np.random.RandomState(2).randn(3, 2)])
     with pytest.raises(ValueError, match="to_retain must be a vector"):
         tf.sparse.retain(ordered, [[True]])

@@ -106,7 +106,8 @@ def test_scatter_errors_name_the_bad_index_and_shapes():
     v = tf.Variable(np.zeros([3, 2], np.float32))
     with tf.Session() as sess:
         sess.run(v.initializer)
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = 7 is not in \[0, 3\)"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"indices\[1\] = 7 is not in \[0, 3\)"):
             sess.run(tf.scatter_add(v, [0, 7], np.ones([2, 2], np.float32)))
         with pytest.raises(tf.errors.InvalidArgumentError, match="updates.shape = indices.shape"):
             sess.run(tf.scatter_add(v, tf.placeholder_with_default([0, 1], [None]),
@@ -254,7 +255,8 @@ def test_lazy_adam_moves_only_touched_rows_with_adams_step():
         sess.run(train, {ids: [4]})
         got, m = sess.run([params, opt.get_slot(params, "m")])
     # numpy Adam on the touched rows only; duplicate ids summed first.
-    want, mm, vv = init.astype(np.float64), np.zeros_like(init, np.float64), np.zeros_like(init, np.float64)
+    want = init.astype(np.float64)
+    mm, vv = np.zeros_like(want), np.zeros_like(want)
     for t, (rows, counts) in enumerate((([1, 4], [2, 1]), ([4], [1])), start=1):
         g = 2 * want[rows] * np.array(counts)[:, None]
         mm[rows] = 0.9 * mm[rows] + 0.1 * g

@@ -281,3 +281,24 @@ def test_variable_scatter_methods_take_indexed_slices():
     assert tf.convert_to_tensor_or_indexed_slices(delta) is delta
     with pytest.raises(TypeError, match="sparse_delta is not IndexedSlices"):
         v.scatter_add(tf.constant([1.0]))
+
+
+def test_sparse_step_updates_the_table_in_place_when_nothing_else_holds_it():
+    # The step's own lookup reads the table; no slot keeps it, so the update needs no copy.
+    params = tf.Variable(_table(50, 4), name="emb")
+    ids = tf.placeholder(tf.int32, [None])
+    train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(
+        tf.reduce_sum(tf.gather(params, ids) ** 2))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        resource = sess._backend._state.resources.variable("", "emb", None, None)
+        sess.run(train, {ids: [3, 7]})
+        first = id(resource.value)
+        for _ in range(3):
+            sess.run(train, {ids: [3, 9]})
+        assert id(resource.value) == first
+        held = sess.run(params)  # now a reader holds it: the next update must copy
+        before = held.copy()
+        sess.run(train, {ids: [3]})
+        assert id(resource.value) != first
+        np.testing.assert_array_equal(held, before)

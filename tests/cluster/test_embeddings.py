@@ -71,13 +71,14 @@ def test_sharded_table_trains_touched_rows_only_and_moves_only_them(make_cluster
     assert ps_devices and all(moved[0][d] < ROWS for d in ps_devices), moved[0]
 
 
+@pytest.mark.parametrize("sharded", [False, True])
 def test_partitioned_checkpoint_restores_onto_a_different_number_of_ps_tasks(make_cluster,
-                                                                            tmp_path):
+                                                                            tmp_path, sharded):
     two = make_cluster(ps=2, worker=1).start_all()
     with tf.Graph().as_default():
         emb, ids, loss, train = _model(two.cluster_spec(), 2,
                                        tf.train.GradientDescentOptimizer(0.1))
-        saver = tf.train.Saver()
+        saver = tf.train.Saver(sharded=sharded)
         with tf.Session(two.target("worker", 0)) as sess:
             sess.run(tf.global_variables_initializer())
             sess.run(train, {ids: [1, 2, 19998]})

@@ -31,6 +31,8 @@ from dtf.framework.ops import (  # noqa: F401
     get_default_graph, is_tensor, name_scope, op_scope, register_tensor_conversion_function,
     reset_default_graph,
 )
+from dtf.framework.indexed_slices import IndexedSlices, IndexedSlicesValue  # noqa: F401
+from dtf.framework.ops import convert_to_tensor_or_indexed_slices  # noqa: F401
 from dtf.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions  # noqa: F401
 from dtf.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
@@ -56,6 +58,10 @@ from dtf.ops.clip_ops import *  # noqa: F401,F403,E402
 from dtf.ops.random_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variables import *  # noqa: F401,F403,E402
 from dtf.ops.state_ops import *  # noqa: F401,F403,E402
+from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
+from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
@@ -82,6 +88,7 @@ _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
+_LAZY_MODULES["sparse"] = "dtf.sparse"
 
 
 def disable_eager_execution():

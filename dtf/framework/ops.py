@@ -740,6 +740,14 @@ def convert_n_to_tensor(values, dtype=None, name=None):
 
 
 def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """IndexedSlices pass through unchanged; anything else becomes a Tensor."""
+    from .indexed_slices import IndexedSlices
+
+    if isinstance(value, IndexedSlices):
+        if dtype is not None and not _dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
+            raise ValueError(f"Tensor conversion requested dtype {_dtypes.as_dtype(dtype).name} "
+                             f"for IndexedSlices with dtype {value.dtype.name}: {value}")
+        return value
     return convert_to_tensor(value, dtype=dtype, name=name)
 
 

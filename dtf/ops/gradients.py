@@ -2,9 +2,11 @@
 
 Gradient functions come from the op registry (``RegisterGradient``); this module only
 walks the graph. Unconnected inputs get None; gradients reaching a tensor along several
-paths are summed (AddN), as in TF.
+paths are summed (AddN), or concatenated when all are IndexedSlices, as in TF.
 """
 from __future__ import annotations
+
+import collections
 
 import numpy as np
 
@@ -73,10 +75,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             for t in op.inputs:
                 if t.op in between:
                     pending[t.op] = pending.get(t.op, 0) + 1
-        ready = [op for op in between if pending.get(op, 0) == 0]
+        # First in, first out from the ys in order, as TF walks: the order in which the
+        # gradients reaching a tensor are listed (so concatenated IndexedSlices) is TF's.
+        ready = collections.deque(dict.fromkeys(
+            y.op for y in ys if y.op in between and pending.get(y.op, 0) == 0))
         seen = set()
         while ready:
-            op = ready.pop()
+            op = ready.popleft()
             if op in seen:
                 continue
             seen.add(op)
@@ -126,9 +131,19 @@ def _aggregate(gs, t):
         return None
     if len(gs) == 1:
         return gs[0]
+    from dtf.framework.indexed_slices import IndexedSlices, concat_indexed_slices
     from .math_ops import add_n
 
-    return add_n(gs)
+    # Sparse gradients stay sparse (rows concatenated); mixed with a dense one they are
+    # densified and summed, as TF's AggregateIndexedSlicesGradients does.
+    if all(isinstance(g, IndexedSlices) for g in gs):
+        return concat_indexed_slices(gs)
+    return add_n([_ops.convert_to_tensor(g) for g in gs])
+
+
+# Op types whose gradient functions take IndexedSlices as they come (passing them on or
+# handling them); every other gradient function gets them densified.
+TAKES_INDEXED_SLICES = {"Identity"}
 
 
 def _call_grad_fn(op, out_grads, grad_scope, graph):
@@ -142,11 +157,16 @@ def _call_grad_fn(op, out_grads, grad_scope, graph):
         return [None] * len(op.inputs)
     # Missing output gradients become zeros, as TF does for multi-output ops.
     filled = []
+    sparse_ok = op_type in TAKES_INDEXED_SLICES
     for t, g in zip(op.outputs, out_grads):
         if g is None and _is_backprop(t):
             from .array_ops import zeros_like
 
             g = zeros_like(t)
+        elif not sparse_ok and not isinstance(g, _ops.Tensor) and g is not None:
+            # IndexedSlices reaching a gradient written for dense tensors: densified, as
+            # TF's op constructors would convert them.
+            g = _ops.convert_to_tensor(g)
         filled.append(g)
     with _ops.name_scope(None), _ops.name_scope(f"{grad_scope}/{op.name}_grad/"):
         in_grads = fn(op, *filled)

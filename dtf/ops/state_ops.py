@@ -173,6 +173,12 @@ def _make_apply(op_type, ref_names, arg_names):
     def fn(*args, use_locking=False, name=None, **attrs):
         if len(args) != len(ref_names) + len(arg_names):
             raise TypeError(f"{op_type} takes {ref_names + arg_names}, got {len(args)} inputs")
+        if any(hasattr(a, "indices") and hasattr(a, "values") for a in args):
+            # An IndexedSlices gradient: the SparseApply form, which updates its rows only.
+            from .scatter_ops import sparse_apply
+
+            return sparse_apply(op_type, args[:len(ref_names)], args[len(ref_names):],
+                                use_locking=use_locking, name=name, **attrs)
         refs = [_as_ref(r, op_type) for r in args[:len(ref_names)]]
         dtype = refs[0].dtype
         others = [convert(v, n, dtype=APPLY_ARG_DTYPES.get((op_type, n), dtype))

@@ -137,6 +137,18 @@ class Variable:
         t = state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return t if read_value else t.op
 
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        """ref[sparse_delta.indices] -= sparse_delta.values (IndexedSlices)."""
+        return _scatter("scatter_sub", self, sparse_delta, use_locking, name)
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """ref[sparse_delta.indices] += sparse_delta.values (IndexedSlices)."""
+        return _scatter("scatter_add", self, sparse_delta, use_locking, name)
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        """ref[sparse_delta.indices] = sparse_delta.values (IndexedSlices)."""
+        return _scatter("scatter_update", self, sparse_delta, use_locking, name)
+
     def set_shape(self, shape):
         self._variable.set_shape(shape)
         self._snapshot.set_shape(shape)
@@ -180,6 +192,16 @@ for _n in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__", "__inve
 
 VariableV1 = Variable
 RefVariable = Variable
+
+
+def _scatter(fn, var, sparse_delta, use_locking, name):
+    from dtf.framework.indexed_slices import IndexedSlices
+    from . import scatter_ops
+
+    if not isinstance(sparse_delta, IndexedSlices):
+        raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
+    return getattr(scatter_ops, fn)(var, sparse_delta.indices, sparse_delta.values,
+                                    use_locking=use_locking, name=name)
 
 
 def _identity(t, name):

@@ -50,18 +50,15 @@ class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
 
 # -- building the save / restore ops ---------------------------------------------------
 def _op_list_to_dict(var_list):
-    """{checkpoint name: Variable}. Names default to the variables' op names."""
-    if isinstance(var_list, dict):
-        return dict(var_list)
-    out = {}
-    for v in var_list:
-        if not hasattr(v, "_ref"):
-            raise TypeError(f"Variable to save is not a Variable: {v}")
-        name = v.op.name
-        if name in out:
-            raise ValueError(f"At least two variables have the same name: {name}")
-        out[name] = v
-    return out
+    """{checkpoint name: Variable or SlicedSaveable}. Names default to the variables' op
+    names; the shards of a partitioned variable go under its full name, as one tensor."""
+    from dtf.ops.partitioned_variables import saveables_by_name
+
+    return saveables_by_name(var_list)
+
+
+def _save_value(v):
+    return v.save_tensor() if hasattr(v, "save_tensor") else v._ref()
 
 
 def _group_by_device(items):
@@ -73,14 +70,20 @@ def _group_by_device(items):
 
 def _save_op(prefix, items):
     return state_ops.save_v2(prefix, [n for n, _ in items], [""] * len(items),
-                             [v._ref() for _, v in items])
+                             [_save_value(v) for _, v in items])
 
 
 def _restore_ops(prefix, items, reshape):
     tensors = state_ops.restore_v2(prefix, [n for n, _ in items], [""] * len(items),
                                    [v.dtype for _, v in items])
-    return [state_ops.assign(v, t, validate_shape=not reshape and v.get_shape().is_fully_defined())
-            .op for (_, v), t in zip(items, tensors)]
+    ops = []
+    for (_, v), t in zip(items, tensors):
+        if hasattr(v, "restore_ops"):  # a partitioned variable: sliced back into its shards
+            ops.extend(v.restore_ops(t))
+        else:
+            validate = not reshape and v.get_shape().is_fully_defined()
+            ops.append(state_ops.assign(v, t, validate_shape=validate).op)
+    return ops
 
 
 def _build(names_to_vars, reshape, sharded, name, filename):

@@ -144,6 +144,11 @@ class SyncReplicasOptimizer(Optimizer):
             if grad is None:
                 accums.append(None)
                 continue
+            if hasattr(grad, "indices") and hasattr(grad, "values"):
+                # Aggregated densely: each row is averaged over all replicas. TF keeps it
+                # sparse (SparseConditionalAccumulator, which dtf does not have yet) and
+                # averages each row over the replicas that sent it.
+                grad = _ops.convert_to_tensor(grad)
             if not isinstance(grad, _ops.Tensor):
                 raise ValueError("Unknown grad type!")
             with _ops.device(var.device):

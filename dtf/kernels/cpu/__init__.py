@@ -18,4 +18,6 @@ from . import summary_media  # noqa: F401
 from . import data_flow  # noqa: F401
 from . import logging  # noqa: F401
 from . import script  # noqa: F401
+from . import scatter  # noqa: F401
+from . import candidate_sampling  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

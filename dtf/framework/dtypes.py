@@ -95,6 +95,10 @@ string = DType("string", np.object_)
 ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool, string)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"half": float16, "double": float64, "bool_": bool})
+# What a control-flow op records for its gradient (values of a body's runs): never fed,
+# fetched or sent, so it is not among ALL.
+variant = DType("variant", np.object_)
+_BY_NAME["variant"] = variant
 _BY_NP = {np.dtype(d.as_numpy_dtype): d for d in ALL if d is not string}
 FLOATING = (float16, float32, float64)
 INTEGER = (int8, int16, int32, int64, uint8, uint16)

@@ -73,3 +73,62 @@ def check_predicates(node):
                 node.name, None, f"Input error: None of conditions evaluated as True: {values[1:]}")
 
     return compute
+
+
+@register_kernel("While", "CPU")
+def while_kernel(node):
+    fn = _functional()
+    attrs = node.attrs
+    record = attrs["record"]
+    cond = fn.Function(attrs["cond"], node)
+    body = fn.Function(attrs["body"], node, keep_record=record)
+    n = attrs["n_vars"]
+    ref_mask = attrs["ref_mask"]
+    by_ref = cond.has_ref_args or body.has_ref_args
+    History, resolve, body_context = fn.History, fn.resolve_inputs, fn.body_context
+
+    def compute(ctx, *inputs):
+        state = resolve(node, inputs, ref_mask)
+        start = tuple(state)
+        sub = body_context(ctx, state) if by_ref else ctx
+        records = [] if record else None
+        run_cond, run_body = cond.call, body.call
+        while True:
+            (pred,), _ = run_cond(sub, state)
+            if not pred:
+                break
+            outs, rec = run_body(sub, state)
+            if record:
+                records.append(rec)
+            state[:n] = outs
+        state[n:] = [History(None, records, start)]
+        return state
+
+    return compute
+
+
+@register_kernel("_WhileGrad", "CPU")
+def while_grad_kernel(node):
+    fn = _functional()
+    attrs = node.attrs
+    body = fn.Function(attrs["body"], node)
+    nf = attrs["n_grads"]
+    cap_inputs = attrs["cap_inputs"]
+    ref_mask = attrs["ref_mask"][1:]
+    single = len(attrs["Tout"]) == 1
+    resolve, body_context = fn.resolve_inputs, fn.body_context
+
+    def compute(ctx, history, *inputs):
+        state = resolve(node, inputs, ref_mask, offset=1)
+        sub = body_context(ctx, state) if body.has_ref_args else ctx
+        sums = None
+        for rec in reversed(history.records):
+            outs, _ = body.call(sub, state, rec)
+            state[:nf] = outs[:nf]
+            sums = outs[nf:] if sums is None else [a + b for a, b in zip(sums, outs[nf:])]
+        if sums is None:  # no iteration ran: nothing flowed to the captured tensors
+            sums = [np.zeros_like(np.asarray(history.inputs[k])) for k in cap_inputs]
+        out = state[:nf] + list(sums)
+        return out[0] if single else out
+
+    return compute

@@ -74,10 +74,10 @@ class FuncGraph(Graph):
             else:
                 raise ValueError(f"Tensor {t.name} must be from the same graph as the "
                                  f"control-flow body {self._name_stack!r}")
-            # A variable is captured as a handle: the body reads it when its reads run
-            # and may update it; any other tensor is captured by value.
+            # A variable (or its `read` alias) is captured as a handle: the body reads it
+            # when its reads run and may update it; any other tensor is captured by value.
             kind = OUTER
-            op_type = "_RefArg" if source.op.op_def.ref_output else "_Arg"
+            op_type = "_RefArg" if ref_kind(source) else "_Arg"
         ph = self._placeholder(op_type, t.dtype, t.shape, t.op.name.rsplit("/", 1)[-1],
                                index=len(self.captures))
         self.captures.append((kind, source, ph))
@@ -139,6 +139,25 @@ class FuncGraph(Graph):
             return
         if op.graph is outer and op not in self.outer_control_inputs:
             self.outer_control_inputs.append(op)
+
+
+# How a control-flow op takes a captured tensor (see dtf.runtime.functional).
+BY_VALUE, BY_REF, BY_ALIAS = 0, 1, 2
+
+
+def ref_kind(t: Tensor) -> int:
+    """BY_REF for a variable's own output (a body may update it: it must be the variable
+    itself); BY_ALIAS for an Identity chain over one (``v/read``): read at each use inside
+    the body, as TF's aliasing read sees updates, but a copy will do when it comes from
+    another device; else BY_VALUE."""
+    op = t.op
+    if op.op_def.ref_output:
+        return BY_REF
+    while op.op_def.forwards_ref and op.inputs:
+        op = op.inputs[0].op
+        if op.op_def.ref_output:
+            return BY_ALIAS
+    return BY_VALUE
 
 
 def graph_for_inputs(graph, default):

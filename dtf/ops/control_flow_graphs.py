@@ -7,7 +7,7 @@ import weakref
 
 from dtf.framework import dtypes as _dtypes
 from dtf.framework import ops as _ops
-from dtf.framework.func_graph import HISTORY, FuncGraph
+from dtf.framework.func_graph import BY_REF, HISTORY, FuncGraph, ref_kind
 from dtf.framework.graph_def import node_def_of
 from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import as_shape
@@ -140,10 +140,10 @@ def outer_controls(*graphs):
 
 
 def colocate_with_variables(op, inputs):
-    """A body that takes a variable by reference runs where the variable lives (as an
-    Assign does): the op is colocated with the first such variable."""
+    """A body that may update a variable runs where the variable lives (as an Assign
+    does): the op is colocated with the first such variable."""
     for t in inputs:
-        if t.op.op_def.ref_output:
+        if ref_kind(t) == BY_REF:
             root = _ops._colocation_root(t.op)
             op._attrs["_class"] = [f"loc:@{root.name}"]
             if root.device or not op._device:
@@ -152,7 +152,7 @@ def colocate_with_variables(op, inputs):
 
 
 def ref_mask(inputs):
-    return [bool(t.op.op_def.ref_output) for t in inputs]
+    return [ref_kind(t) for t in inputs]
 
 
 def shape_list(shape):

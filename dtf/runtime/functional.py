@@ -18,6 +18,7 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.framework.graph_def import NodeDef
+from dtf.framework.func_graph import BY_ALIAS, BY_REF
 from dtf.runtime.graph_walk import needed_nodes
 from dtf.runtime.resources import VariableResource
 
@@ -110,20 +111,38 @@ class Function:
         return out[:self.n_outputs], Record(self.index_of, out)
 
 
+class Snapshot:
+    """A value standing in for a variable handle (a ``v/read`` alias that came from
+    another device): the body's reads dereference it like a handle."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def read(self):
+        return self.value
+
+
 def resolve_inputs(node, inputs, ref_mask, offset=0):
-    """The op's inputs as its bodies take them: a variable captured by value is read now
-    (when the op starts, as TF reads a captured tensor once); one captured by reference
-    must be the variable itself, so it must live on the op's own device."""
+    """The op's inputs as its bodies take them (``ref_mask``: func_graph's BY_VALUE,
+    BY_REF, BY_ALIAS): a tensor by value is read now, when the op starts; a variable the
+    body may update must be the variable itself, so it must live on the op's own device;
+    an alias is handed over as it came (a handle, or a copy from another device)."""
     out = list(inputs)
     for i, v in enumerate(out):
-        if ref_mask[i]:
-            if not isinstance(v, VariableResource):
+        kind = ref_mask[i]
+        if kind == BY_REF:
+            if not isinstance(v, (VariableResource, Snapshot)):  # (an alias one body down)
                 raise errors.InvalidArgumentError(
                     node.name, None,
-                    f"{node.op} '{node.name}' updates or reads by reference the variable feeding "
-                    f"its input {node.inputs[i + offset]!r}, which lives on another device: dtf runs a "
+                    f"{node.op} '{node.name}' may update the variable feeding its input "
+                    f"{node.inputs[i + offset]!r}, which lives on another device: dtf runs a "
                     "control-flow body on the device of its op, so keep the variables one body "
-                    "uses by reference on one device (the op is placed with the first of them)")
+                    "assigns to on one device (the op is placed with the first of them)")
+        elif kind == BY_ALIAS:
+            if not isinstance(v, VariableResource):
+                out[i] = Snapshot(v)
         elif isinstance(v, VariableResource):
             out[i] = v.read()
     return out

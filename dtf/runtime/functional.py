@@ -26,7 +26,8 @@ FN_INPUTS = "fn_inputs"
 
 
 class Record:
-    """What one run of a body computed: ``values[index_of[tensor name]]``."""
+    """What one run of a body computed: its value slots, and where each tensor's value is
+    (``index_of``: name -> (slot, whether the slot holds a variable handle))."""
 
     __slots__ = ("index_of", "values")
 
@@ -36,10 +37,12 @@ class Record:
 
     def value(self, name):
         try:
-            return self.values[self.index_of[name]]
+            slot, is_ref = self.index_of[name]
         except KeyError:
             raise errors.InternalError(None, None, f"the forward body recorded no value for "
                                        f"{name}") from None
+        v = self.values[slot]
+        return v.read() if is_ref else v
 
 
 class History:
@@ -57,7 +60,10 @@ class History:
 class Function:
     """A compiled body. ``call(ctx, inputs, record)`` -> (outputs, Record or None), where
     ``inputs`` are the op-level inputs the body's arguments index into and ``record`` is
-    the forward Record that gradient bodies read their forward values from."""
+    the forward Record that gradient bodies read their forward values from.
+
+    A call costs one plan run plus a few list operations: a loop runs it every iteration
+    (constants are placed in the value slots once, not run each time)."""
 
     def __init__(self, fdef: dict, owner: NodeDef, device_type="CPU", keep_record=False):
         from dtf.runtime.executor import build_plan  # the executor imports the kernels
@@ -66,49 +72,68 @@ class Function:
         for d in fdef["nodes"]:
             n = d if isinstance(d, NodeDef) else NodeDef.from_dict(d)
             nodes[n.name] = n
-        self.owner = owner
         lookup = nodes.__getitem__
-        self.value_args = []     # (feed name, source, key)
+        value_args = []     # (feed name, source, key)
         self.has_ref_args = False
         for name, source, key, is_ref in fdef["args"]:
             if is_ref:
                 self.has_ref_args = True
             else:
-                self.value_args.append((name, source, key))
-        feeds = tuple(a[0] for a in self.value_args)
+                value_args.append((name, source, key))
         outputs = tuple(fdef["outputs"])
         targets = tuple(fdef.get("targets", ()))
+        # Constants are fed: a body that runs a thousand times reads them from its slots.
+        consts = [n for n in nodes.values()
+                  if n.op == "Const" and not n.inputs and not n.control_inputs]
+        feeds = tuple(a[0] for a in value_args) + tuple(f"{n.name}:0" for n in consts)
         fetches = outputs
-        self.index_of = None
+        names = []
         if keep_record:
             order = needed_nodes(lookup, outputs, feeds, targets)
             names = list(dict.fromkeys(
                 list(feeds) + [f"{n.name}:{k}" for n in order for k in range(len(n.output_dtypes))]))
-            fetches = outputs + tuple(names)
-            self.index_of = {name: len(outputs) + i for i, name in enumerate(names)}
+            fetches = outputs + tuple(names)  # fetched slots stay written (never fused away)
         try:
-            self.plan = build_plan(lookup, fetches, feeds, targets, device_type, owner.device)
+            plan = build_plan(lookup, fetches, feeds, targets, device_type, owner.device)
         except errors.OpError as e:
             raise type(e)(owner.name, None, f"in the body of {owner.op} '{owner.name}': "
                           f"{e.message}") from None
-        if self.plan.blocking:
+        if plan.blocking:
             raise errors.UnimplementedError(
                 owner.name, None, f"{owner.op} '{owner.name}': a body that waits on other steps "
                 "(queue or accumulator ops) is not supported inside tf.cond/tf.while_loop")
-        self.n_outputs = len(outputs)
+        self.plan = plan
+        n_args = len(value_args)
+        self._template = [None] * plan.n_slots
+        for slot, n in zip(plan.feed_slots[n_args:], consts):
+            self._template[slot] = n.attrs["value"]
+        self._from_inputs = [(slot, key) for slot, (_, source, key)
+                             in zip(plan.feed_slots, value_args) if source == "input"]
+        self._from_record = [(slot, key) for slot, (_, source, key)
+                             in zip(plan.feed_slots, value_args) if source != "input"]
+        n_out = len(outputs)
+        self._out_slots = plan.fetch_slots[:n_out]
+        self._out_refs = plan.fetch_is_ref[:n_out]
+        self._any_ref_out = any(self._out_refs)
+        self.index_of = None
+        if keep_record:
+            self.index_of = {name: (slot, is_ref) for name, slot, is_ref in
+                             zip(names, plan.fetch_slots[n_out:], plan.fetch_is_ref[n_out:])}
 
     def call(self, ctx, inputs, record=None):
-        feeds = []
-        for _, source, key in self.value_args:
-            feeds.append(inputs[key] if source == "input" else record.value(key))
-        plan = self.plan
-        vals = plan._slots(feeds)
-        plan._run_sequential(ctx, vals)
-        out = [vals[s].read() if r else vals[s]
-               for s, r in zip(plan.fetch_slots, plan.fetch_is_ref)]
+        vals = self._template.copy()
+        for slot, key in self._from_inputs:
+            vals[slot] = inputs[key]
+        for slot, name in self._from_record:
+            vals[slot] = record.value(name)
+        self.plan._run_sequential(ctx, vals)
+        if self._any_ref_out:
+            out = [vals[s].read() if r else vals[s] for s, r in zip(self._out_slots, self._out_refs)]
+        else:
+            out = [vals[s] for s in self._out_slots]
         if self.index_of is None:
             return out, None
-        return out[:self.n_outputs], Record(self.index_of, out)
+        return out, Record(self.index_of, vals)
 
 
 class Snapshot:

@@ -42,6 +42,16 @@ class FuncGraph(Graph):
     def building_function(self):
         return True
 
+    # get_variable inside a body finds (reuses) the variables of the graph around it.
+    @property
+    def _variable_store(self):
+        return self.outer._variable_store
+
+    @_variable_store.setter
+    def _variable_store(self, value):
+        if "outer" in self.__dict__:  # (Graph.__init__ sets it to None before outer exists)
+            self.outer._variable_store = value
+
     def can_capture(self, graph) -> bool:
         """Whether a tensor of ``graph`` may be used here (and is then captured)."""
         if graph is self or graph is self.forward:

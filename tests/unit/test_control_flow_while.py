@@ -131,3 +131,19 @@ def test_back_prop_false_gives_no_gradient():
     assert tf.gradients(y, x) == [None]
     with tf.Session() as s:
         assert s.run(y, {x: 3.0}) == 27.0
+
+
+def test_get_variable_reused_inside_a_body():
+    with tf.variable_scope("cell"):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(2.0))
+
+    def body(i, y):
+        with tf.variable_scope("cell", reuse=True):
+            return i + 1, y * tf.get_variable("w", [])
+
+    y = tf.while_loop(lambda i, y: i < 3, body, [tf.constant(0), tf.constant(1.0)])[1]
+    assert len(tf.global_variables()) == 1
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert s.run(y) == 8.0
+        assert s.run(tf.gradients(y, w)[0]) == 12.0

@@ -93,3 +93,5 @@ from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
 from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
 from dtf.ops.control_flow_cond import case, cond, switch_case  # noqa: F401,E402
 from dtf.ops.control_flow_while import while_loop  # noqa: F401,E402
+from dtf.ops.tensor_array_ops import TensorArray  # noqa: F401,E402
+from dtf.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401,E402

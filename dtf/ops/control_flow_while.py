@@ -15,6 +15,7 @@ from dtf.framework.tensor_shape import TensorShape, as_shape
 
 from . import control_flow_graphs as cfg
 from .control_flow_cond import colocate_with_op
+from .tensor_array_ops import TensorArray
 
 cfg.register_control_flow_op("While", cfg.outputs_infer)
 
@@ -89,14 +90,21 @@ def _counted(cond, body, loop_vars, shape_invariants, maximum_iterations):
 
 
 def _build_while(cond, body, loop_vars, shape_invariants, back_prop, scope):
-    flat = [_ops.convert_to_tensor(v) for v in cfg.flatten(loop_vars)]
+    leaves = cfg.flatten(loop_vars)
+    arrays = [v if isinstance(v, TensorArray) else None for v in leaves]
+    flat = [_ops.convert_to_tensor(v.flow if ta else v) for v, ta in zip(leaves, arrays)]
     n = len(flat)
     shapes = _invariants(flat, loop_vars, shape_invariants)
+    # A TensorArray's buffer takes its rows' shape at its first write: no invariant.
+    shapes = [TensorShape(None) if ta else s for s, ta in zip(shapes, arrays)]
+
+    def packed(args):
+        return cfg.pack_sequence_as(loop_vars, [ta._like(a) if ta else a for a, ta in zip(args, arrays)])
 
     cond_graph = cfg.new_body(f"{scope}cond")
     with cond_graph.as_default():
         args = [cond_graph.add_arg(t.dtype, s, "loop_var") for t, s in zip(flat, shapes)]
-        pred = _ops.convert_to_tensor(cond(*cfg.pack_sequence_as(loop_vars, args)))
+        pred = _ops.convert_to_tensor(cond(*packed(args)))
         pred = cond_graph.capture(pred) if pred.graph is not cond_graph else pred
     if pred.dtype != _dtypes.bool or pred.shape.ndims not in (None, 0):
         raise TypeError(f"cond must return a boolean scalar tensor, got {pred.dtype.name} with "
@@ -105,11 +113,15 @@ def _build_while(cond, body, loop_vars, shape_invariants, back_prop, scope):
     body_graph = cfg.new_body(f"{scope}body")
     with body_graph.as_default():
         args = [body_graph.add_arg(t.dtype, s, "loop_var") for t, s in zip(flat, shapes)]
-        result = _as_loop_vars(body(*cfg.pack_sequence_as(loop_vars, args)), loop_vars)
+        result = _as_loop_vars(body(*packed(args)), loop_vars)
         cfg.assert_same_structure(list(loop_vars), list(result), "The two structures")
         outs = []
-        for leaf in cfg.flatten(result):
-            t = _ops.convert_to_tensor(leaf)
+        out_leaves = cfg.flatten(result)
+        for leaf, ta in zip(out_leaves, arrays):
+            if (ta is None) != (not isinstance(leaf, TensorArray)):
+                raise TypeError(f"body returned {leaf!r} where the loop variable is "
+                                f"{'a TensorArray' if ta else 'a tensor'}")
+            t = _ops.convert_to_tensor(leaf.flow if ta else leaf)
             outs.append(body_graph.capture(t) if t.graph is not body_graph else t)
     for t, o, s in zip(flat, outs, shapes):
         _check_iteration(t, o, s)
@@ -127,7 +139,8 @@ def _build_while(cond, body, loop_vars, shape_invariants, back_prop, scope):
     op._add_control_inputs(cfg.outer_controls(cond_graph, body_graph))
     cfg.colocate_with_variables(op, captures)
     cfg.remember(op, _WhileInfo(body_graph, n, outs, shapes))
-    return cfg.pack_sequence_as(loop_vars, op.outputs[:n])
+    return cfg.pack_sequence_as(loop_vars, [leaf._like(t) if ta else t for t, leaf, ta
+                                            in zip(op.outputs[:n], out_leaves, arrays)])
 
 
 def _as_loop_vars(result, loop_vars):

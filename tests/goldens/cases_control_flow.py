@@ -105,3 +105,41 @@ def while_loop_updates_a_variable(tf):
         # (TF's sum of reads depends on how it overlaps iterations: only v is compared)
         return {"i": sess.run(out)[0], "v": sess.run(v)}
     return run
+
+
+@case
+def tensor_array_in_a_loop_values_and_gradients(tf):
+    rng = np.random.RandomState(3)
+    x = tf.placeholder(tf.float32, [5, 3])
+    n = tf.shape(x)[0]
+    inp = tf.TensorArray(tf.float32, size=n).unstack(x)
+    out = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+
+    def body(i, h, o):
+        h = tf.tanh(h + inp.read(i))
+        return i + 1, h, o.write(i, h * 2.0)
+
+    _, h, out = tf.while_loop(lambda i, h, o: i < n, body, [tf.constant(0), tf.zeros([3]), out])
+    stacked = out.stack()
+    dx = tf.gradients(tf.reduce_sum(stacked * stacked) + tf.reduce_sum(h), x)[0]
+    ta = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], x[:3])
+    return ({"stacked": stacked, "size": out.size(), "dx": dx, "gather": out.gather([4, 1]),
+             "concat": out.concat(), "scattered": ta.stack(), "read": ta.read(1)},
+            {x: rng.randn(5, 3).astype(np.float32)})
+
+
+@case
+def map_fn_scan_fold_values_and_gradients(tf):
+    rng = np.random.RandomState(4)
+    x = tf.constant(rng.randn(4, 2).astype(np.float32))
+    w = tf.constant(rng.randn(2).astype(np.float32))
+    m = tf.map_fn(lambda r: tf.sin(r * w), x)
+    pair = tf.map_fn(lambda r: (r[0] * 2.0, tf.cast(r[1] > 0.0, tf.int32)), x, dtype=(tf.float32, tf.int32))
+    s = tf.scan(lambda a, r: tf.tanh(a * w + r), x)
+    sr = tf.scan(lambda a, r: a + r, x, initializer=tf.ones([2]), reverse=True)
+    fl = tf.foldl(lambda a, r: a * w + r, x)
+    fr = tf.foldr(lambda a, r: a * 0.5 + tf.reduce_sum(r), x, initializer=tf.constant(1.0))
+    total = tf.reduce_sum(m) + tf.reduce_sum(s * s) + tf.reduce_sum(sr) + tf.reduce_sum(fl) + fr
+    dx, dw = tf.gradients(total, [x, w])
+    return {"m": m, "p0": pair[0], "p1": pair[1], "s": s, "sr": sr, "fl": fl, "fr": fr,
+            "dx": dx, "dw": dw}

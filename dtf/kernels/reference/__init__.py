@@ -8,3 +8,4 @@ from . import array  # noqa: F401
 from . import math  # noqa: F401
 from . import nn  # noqa: F401
 from . import random  # noqa: F401
+from . import tensor_array  # noqa: F401

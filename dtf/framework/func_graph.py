@@ -170,6 +170,26 @@ def ref_kind(t: Tensor) -> int:
     return BY_VALUE
 
 
+@contextlib.contextmanager
+def init_scope():
+    """Builds in the outermost graph, outside any control-flow body and free of the body's
+    control dependencies (TF's init_scope): where variables made inside a body live, so a
+    loop body (an RNN cell's first call) can create the variables it then uses."""
+    from .ops import get_default_graph
+
+    graph = get_default_graph()
+    if not isinstance(graph, FuncGraph):
+        with graph.control_dependencies(None):
+            yield graph
+        return
+    scope = graph.get_name_scope()  # kept: names read as if made where the call is
+    while isinstance(graph, FuncGraph):
+        graph = graph.outer
+    with graph.as_default(), graph.control_dependencies(None), \
+            graph.name_scope(f"{scope}/" if scope else None):
+        yield graph
+
+
 def graph_for_inputs(graph, default):
     """The graph an op over tensors of ``graph`` is created in: the default graph when it
     is a body that can capture them (so ops inside a branch or loop body land in it)."""

@@ -213,7 +213,25 @@ def test_switch_case_and_out_of_range_default():
         assert [s.run(dflt, {i: k}) for k in (0, 1, -1)] == [7, 8, 9]
 
 
-def test_variable_created_inside_a_branch_is_refused():
+def test_variables_made_inside_bodies_are_lifted_out_and_named_by_variable_scope():
     p = tf.placeholder(tf.bool, [])
-    with pytest.raises(ValueError, match="inside the body"):
-        tf.cond(p, lambda: tf.Variable(1.0).read_value(), lambda: tf.constant(0.0))
+    with tf.device("/job:ps/task:0"):
+        out = tf.cond(p, lambda: tf.get_variable("w", [2], initializer=tf.ones_initializer()) * 2.0,
+                      lambda: tf.zeros([2]))
+
+    def body(i, acc):
+        with tf.variable_scope("cell", reuse=tf.AUTO_REUSE):
+            k = tf.get_variable("k", [], initializer=tf.constant_initializer(3.0))
+        return i + 1, acc * k
+
+    loop = tf.while_loop(lambda i, acc: i < 2, body, [tf.constant(0), tf.constant(1.0)])[1]
+    names = sorted(v.op.name for v in tf.global_variables())
+    assert names == ["cell/k", "w"]
+    assert tf.global_variables()[0].device == "/job:ps/task:0"
+    assert tf.gradients(loop, tf.global_variables()[1])[0] is not None
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert s.run(out, {p: True}).tolist() == [2.0, 2.0]
+        assert s.run(loop) == 9.0
+    with pytest.raises(ValueError, match="use a lambda as the initializer"):
+        tf.cond(p, lambda: tf.Variable(tf.constant(1.0)).read_value(), lambda: tf.constant(0.0))

@@ -147,3 +147,21 @@ def test_get_variable_reused_inside_a_body():
         s.run(tf.global_variables_initializer())
         assert s.run(y) == 8.0
         assert s.run(tf.gradients(y, w)[0]) == 12.0
+
+
+def test_an_endless_loop_stops_at_the_run_timeout():
+    out = tf.while_loop(lambda i: i >= 0, lambda i: i + 1, [tf.constant(0)], back_prop=False)
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.DeadlineExceededError, match="deadline passed"):
+            s.run(out, options=tf.RunOptions(timeout_in_ms=300))
+
+
+def test_gradient_of_a_loop_inside_a_cond_and_a_cond_inside_a_map_fn():
+    def build(x, w):
+        looped = tf.cond(tf.reduce_sum(x) > -100.0,
+                         lambda: tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.sin(h * w)), [0, x])[1],
+                         lambda: x)
+        mapped = tf.map_fn(lambda r: tf.cond(r[0] > 0.0, lambda: r * w, lambda: r * r), tf.reshape(x, [1, 2]))
+        return looped + tf.reshape(mapped, [2])
+
+    check_gradient(build, [np.array([0.4, -0.3]), np.array([1.3, 0.6])])

@@ -2,6 +2,8 @@
 dtf.runtime.functional), so the executor stays a plain topological run."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from dtf.framework import errors
@@ -93,6 +95,7 @@ def while_kernel(node):
         sub = body_context(ctx, state) if by_ref else ctx
         records = [] if record else None
         run_cond, run_body = cond.call, body.call
+        count = 0
         while True:
             (pred,), _ = run_cond(sub, state)
             if not pred:
@@ -101,10 +104,23 @@ def while_kernel(node):
             if record:
                 records.append(rec)
             state[:n] = outs
+            count += 1
+            if not count & 1023:  # a long loop still honours the step's deadline and abort
+                _check_step(ctx, node, count)
         state[n:] = [History(None, records, start)]
         return state
 
     return compute
+
+
+def _check_step(ctx, node, count):
+    err = ctx.aborted()
+    if err is not None:
+        raise err
+    if ctx.deadline is not None and time.monotonic() >= ctx.deadline:
+        raise errors.DeadlineExceededError(
+            node.name, None, f"While '{node.name}': the step's deadline passed after {count} "
+                             "iterations")
 
 
 @register_kernel("_WhileGrad", "CPU")

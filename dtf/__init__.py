@@ -95,3 +95,4 @@ from dtf.ops.control_flow_cond import case, cond, switch_case  # noqa: F401,E402
 from dtf.ops.control_flow_while import while_loop  # noqa: F401,E402
 from dtf.ops.tensor_array_ops import TensorArray  # noqa: F401,E402
 from dtf.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401,E402
+from dtf.ops.rnn import reverse_sequence  # noqa: F401,E402

@@ -1,2 +1,6 @@
 """tf.nn: activations, softmax and cross-entropy, conv2d, pooling, dropout."""
 from dtf.ops.nn_ops import *  # noqa: F401,F403
+from dtf.ops import rnn_cell  # noqa: F401,E402
+from dtf.ops.rnn import (  # noqa: F401,E402
+    bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn,
+)

@@ -78,3 +78,42 @@ def test_a_body_assigning_to_variables_on_two_ps_tasks_is_refused_by_name(make_c
         sess.run(tf.global_variables_initializer())
         with pytest.raises(tf.errors.InvalidArgumentError, match="two_ps_cond.*another device"):
             sess.run(out, {p: True})
+
+
+def test_char_lstm_example_trains_between_graph_on_one_ps_and_two_workers():
+    """examples/char_lstm_between_graph.py: dynamic_rnn weights on the ps, two workers."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from dtf.train.server import free_port
+    from tests.cluster.conftest import REPO
+
+    ps, w0, w1 = (f"127.0.0.1:{free_port()}" for _ in range(3))
+    script = os.path.join(REPO, "examples", "char_lstm_between_graph.py")
+    flags = [f"--ps_hosts={ps}", f"--worker_hosts={w0},{w1}", "--last_step=120"]
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "DTF_PROGRESS")}
+
+    def start(*args):
+        return subprocess.Popen([sys.executable, script, *flags, *args], cwd=REPO, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    ps_proc = start("--job_name=ps")
+    try:
+        workers = [start("--job_name=worker", f"--task_index={i}") for i in (0, 1)]
+        outs = []
+        for w in workers:
+            try:
+                outs.append(w.communicate(timeout=240)[0])
+            except subprocess.TimeoutExpired:
+                w.kill()
+                pytest.fail(f"worker did not finish:\n{w.communicate()[0]}")
+            assert w.returncode == 0, outs[-1]
+    finally:
+        ps_proc.kill()
+        ps_proc.communicate()
+    chief = re.search(r"worker 0: (\d+) steps, loss ([\d.]+) -> ([\d.]+)", outs[0])
+    assert chief, outs[0]
+    first, last = float(chief.group(2)), float(chief.group(3))
+    assert last < first - 0.5, outs[0]

@@ -141,7 +141,11 @@ def while_grad_kernel(node):
         for rec in reversed(history.records):
             outs, _ = body.call(sub, state, rec)
             state[:nf] = outs[:nf]
-            sums = outs[nf:] if sums is None else [a + b for a, b in zip(sums, outs[nf:])]
+            if sums is None:  # copied once, then summed in place (a weight's gradient
+                sums = [np.array(g) for g in outs[nf:]]  # is one array, not one per step)
+            else:
+                for a, b in zip(sums, outs[nf:]):
+                    np.add(a, b, out=a)
         if sums is None:  # no iteration ran: nothing flowed to the captured tensors
             sums = [np.zeros_like(np.asarray(history.inputs[k])) for k in cap_inputs]
         out = state[:nf] + list(sums)

@@ -67,11 +67,14 @@ def _build_if(pred, fns, scope, strict, fn_names):
         results = [_unpack_singleton(r) for r in results]
     structure = results[0]
     cfg.assert_same_structure(results[0], results[1], f"{fn_names[0]} and {fn_names[1]}")
+    from .tensor_array_ops import TensorArray
+
+    arrays = [[isinstance(x, TensorArray) for x in cfg.flatten(r)] for r in results]
     flats = [_branch_leaves(fg, r) for fg, r in zip(graphs, results)]
     kinds = [[isinstance(x, _ops.Operation) for x in flat] for flat in flats]
-    if kinds[0] != kinds[1]:
-        raise TypeError(f"Outputs of {fn_names[0]} and {fn_names[1]} must both be tensors or "
-                        "both operations at each position")
+    if kinds[0] != kinds[1] or arrays[0] != arrays[1]:
+        raise TypeError(f"Outputs of {fn_names[0]} and {fn_names[1]} must both be tensors, "
+                        "both TensorArrays or both operations at each position")
     outputs = [[x for x in flat if not isinstance(x, _ops.Operation)] for flat in flats]
     targets = [[x for x in flat if isinstance(x, _ops.Operation)] for flat in flats]
     tout, shapes = [], []
@@ -93,6 +96,8 @@ def _build_if(pred, fns, scope, strict, fn_names):
     cfg.remember(op, _CondInfo(graphs, outputs))
     data = iter(op.outputs[:-1])
     flat_out = [op if is_op else next(data) for is_op in kinds[0]]
+    templates = cfg.flatten(results[0])
+    flat_out = [templates[k]._like(t) if arrays[0][k] else t for k, t in enumerate(flat_out)]
     if not flat_out:
         return op
     return cfg.pack_sequence_as(structure, flat_out) if cfg.is_sequence(structure) else flat_out[0]
@@ -106,11 +111,15 @@ def _unpack_singleton(x):
 
 def _branch_leaves(fg, result):
     """The branch's outputs as tensors of its own graph (or operations)."""
+    from .tensor_array_ops import TensorArray
+
     out = []
     for leaf in cfg.flatten(result):
         if leaf is None:
             raise ValueError("true_fn and false_fn must return tensors, operations or values "
                              "convertible to tensors, not None")
+        if isinstance(leaf, TensorArray):  # its buffer goes through the If
+            leaf = leaf.flow
         if isinstance(leaf, _ops.Operation):
             if leaf.graph is not fg:
                 raise ValueError(f"the operation {leaf.name} returned by a branch was not created "

@@ -100,3 +100,13 @@ def test_functional_gradients_match_finite_differences(which):
         return fold(lambda a, r: a * w + tf.sin(r), x)
 
     check_gradient(build, [np.array([[0.3, -0.2], [0.5, 0.1], [-0.4, 0.9]]), np.array([0.7, -1.2])])
+
+
+def test_tensor_array_through_cond():
+    p = tf.placeholder(tf.bool, [])
+    ta = tf.TensorArray(tf.float32, size=2, element_shape=[])
+    out = tf.cond(p, lambda: ta.write(0, 1.0).write(1, 2.0), lambda: ta.write(1, 5.0))
+    assert isinstance(out, tf.TensorArray)
+    with tf.Session() as s:
+        assert s.run(out.stack(), {p: True}).tolist() == [1.0, 2.0]
+        assert s.run(out.stack(), {p: False}).tolist() == [0.0, 5.0]

@@ -183,6 +183,8 @@ def body_context(ctx, inputs):
 
 
 def as_bool(node, pred) -> bool:
+    if isinstance(pred, VariableResource):  # a bool variable's alias comes as its handle
+        pred = pred.read()
     arr = np.asarray(pred)
     if arr.size != 1:
         raise errors.InvalidArgumentError(

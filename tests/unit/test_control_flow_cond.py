@@ -235,3 +235,14 @@ def test_variables_made_inside_bodies_are_lifted_out_and_named_by_variable_scope
         assert s.run(loop) == 9.0
     with pytest.raises(ValueError, match="use a lambda as the initializer"):
         tf.cond(p, lambda: tf.Variable(tf.constant(1.0)).read_value(), lambda: tf.constant(0.0))
+
+
+def test_predicate_read_from_a_bool_variable():
+    flag = tf.Variable(True)
+    out = tf.cond(flag, lambda: tf.constant(1), lambda: tf.constant(2))
+    flip = tf.assign(flag, False)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert s.run(out) == 1
+        s.run(flip)
+        assert s.run(out) == 2

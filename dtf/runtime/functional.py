@@ -136,6 +136,37 @@ class Function:
         return out, Record(self.index_of, vals)
 
 
+def body_then_cond(body: dict, cond: dict, n_vars: int) -> dict:
+    """One body that runs a loop's body and then its cond on the new loop variables:
+    outputs = the body's outputs + [the next predicate]. A loop then runs one plan per
+    iteration instead of two (node names are unique across bodies, so they merge). The
+    plan orders nodes by a depth-first walk from its outputs in order: everything the body's
+    outputs need (their control dependencies too) runs before any node of the cond, so a
+    cond that reads a variable the body updates sees the update, as with two plans."""
+    loop_args = {name: i for i, (name, source, key, _) in enumerate(cond["args"])
+                 if source == "input" and key < n_vars}
+    new_value = {name: body["outputs"][loop_args[name]] for name in loop_args}
+    arg_nodes = {name.rsplit(":", 1)[0]: name for name in loop_args}
+    nodes = list(body["nodes"])
+    for d in cond["nodes"]:
+        if d["name"] in arg_nodes:
+            continue
+        inputs = []
+        for i in d["input"]:
+            if i.startswith("^") and i[1:] in arg_nodes:
+                continue  # the new loop variable exists before the cond runs
+            inputs.append(new_value.get(i, i))
+        nodes.append(dict(d, input=inputs))
+    args = list(body["args"]) + [a for a in cond["args"] if a[0] not in loop_args]
+    seen, unique = set(), []
+    for a in args:
+        if a[0] not in seen:
+            seen.add(a[0])
+            unique.append(a)
+    return {"nodes": nodes, "args": unique, "outputs": list(body["outputs"]) + cond["outputs"],
+            "targets": list(body.get("targets", ())) + list(cond.get("targets", ()))}
+
+
 class Snapshot:
     """A value standing in for a variable handle (a ``v/read`` alias that came from
     another device): the body's reads dereference it like a handle."""

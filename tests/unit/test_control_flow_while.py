@@ -165,3 +165,16 @@ def test_gradient_of_a_loop_inside_a_cond_and_a_cond_inside_a_map_fn():
         return looped + tf.reshape(mapped, [2])
 
     check_gradient(build, [np.array([0.4, -0.3]), np.array([1.3, 0.6])])
+
+
+def test_cond_sees_the_variable_the_body_updates():
+    v = tf.Variable(0)
+
+    def body(i):
+        with tf.control_dependencies([tf.assign_add(v, 3)]):
+            return i + 1
+
+    out = tf.while_loop(lambda i: v.read_value() < 10, body, [tf.constant(0)])
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert s.run(out) == 4 and s.run(v) == 12

@@ -82,11 +82,13 @@ def while_kernel(node):
     fn = _functional()
     attrs = node.attrs
     record = attrs["record"]
-    cond = fn.Function(attrs["cond"], node)
-    body = fn.Function(attrs["body"], node, keep_record=record)
     n = attrs["n_vars"]
+    cond = fn.Function(attrs["cond"], node)
+    # Each iteration after the first check is one plan: the body, then the next cond.
+    step = fn.Function(fn.body_then_cond(attrs["body"], attrs["cond"], n), node,
+                       keep_record=record)
     ref_mask = attrs["ref_mask"]
-    by_ref = cond.has_ref_args or body.has_ref_args
+    by_ref = cond.has_ref_args or step.has_ref_args
     History, resolve, body_context = fn.History, fn.resolve_inputs, fn.body_context
 
     def compute(ctx, *inputs):
@@ -94,15 +96,14 @@ def while_kernel(node):
         start = tuple(state)
         sub = body_context(ctx, state) if by_ref else ctx
         records = [] if record else None
-        run_cond, run_body = cond.call, body.call
+        run_step = step.call
+        (pred,), _ = cond.call(sub, state)
         count = 0
-        while True:
-            (pred,), _ = run_cond(sub, state)
-            if not pred:
-                break
-            outs, rec = run_body(sub, state)
+        while pred:
+            outs, rec = run_step(sub, state)
             if record:
                 records.append(rec)
+            pred = outs.pop()
             state[:n] = outs
             count += 1
             if not count & 1023:  # a long loop still honours the step's deadline and abort

@@ -106,7 +106,11 @@ class Function:
         n_args = len(value_args)
         self._template = [None] * plan.n_slots
         for slot, n in zip(plan.feed_slots[n_args:], consts):
-            self._template[slot] = n.attrs["value"]
+            value = n.attrs["value"]
+            # A scalar as a numpy scalar, like the 0-d results a loop carries: scalar
+            # arithmetic between the two stays on numpy's fast scalar path.
+            numeric_scalar = getattr(value, "ndim", 1) == 0 and value.dtype.kind in "biuf"
+            self._template[slot] = value[()] if numeric_scalar else value
         self._from_inputs = [(slot, key) for slot, (_, source, key)
                              in zip(plan.feed_slots, value_args) if source == "input"]
         self._from_record = [(slot, key) for slot, (_, source, key)

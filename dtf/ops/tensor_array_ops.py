@@ -26,9 +26,9 @@ def _new_infer(inputs, attrs):
     return [(attrs["dtype"], [_static_int(inputs[0])] + list(shape) if known else None)]
 
 
-def _buffer_after_write(buf, rows, value_shape, dynamic):
+def _buffer_after_write(buf, value_shape, dynamic):
     """The static shape of a buffer after a write of elements shaped ``value_shape``."""
-    n = buf.shape[0] if buf.shape.ndims else None
+    n = buf.shape[0].value if buf.shape.ndims else None
     return [None if dynamic or n is None else n] + (value_shape.as_list()
                                                    if value_shape.ndims is not None else [])
 
@@ -38,7 +38,7 @@ def _write_infer(inputs, attrs):
     buf, _, value = inputs
     if value.shape.ndims is None:
         return [(buf.dtype, None)]
-    return [(buf.dtype, _buffer_after_write(buf, 1, value.shape, attrs["dynamic_size"]))]
+    return [(buf.dtype, _buffer_after_write(buf, value.shape, attrs["dynamic_size"]))]
 
 
 @register_op("TensorArrayScatter")
@@ -46,7 +46,7 @@ def _scatter_infer(inputs, attrs):
     buf, _, value = inputs
     if value.shape.ndims is None:
         return [(buf.dtype, None)]
-    return [(buf.dtype, _buffer_after_write(buf, None, value.shape[1:], attrs["dynamic_size"]))]
+    return [(buf.dtype, _buffer_after_write(buf, value.shape[1:], attrs["dynamic_size"]))]
 
 
 @register_op("TensorArrayRead")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes as _dtypes
 from dtf.framework import ops as _ops
-from dtf.framework.op_registry import NotDifferentiable, RegisterGradient, register_op
+from dtf.framework.op_registry import RegisterGradient
 from dtf.framework.tensor_shape import TensorShape
 
 from . import control_flow_graphs as cfg
@@ -242,19 +242,23 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
         return _chain(preds, fns, default, strict, scope)
 
 
-@register_op("_CheckPredicates")
-def _check_predicates_infer(inputs, attrs):
-    return []
-
-
-NotDifferentiable("_CheckPredicates")
-
-
 def _check_predicates(preds, rule):
-    """An op that fails the step (InvalidArgumentError) unless ``preds`` obey ``rule``:
-    ``at_most_one`` is true, or (``last_is_true``) the first one is."""
+    """TF's Assert on the predicates: ``at_most_one`` is true (exclusive=True), or
+    (``last_is_true``) the first one, the default's own predicate, is true."""
+    from .array_ops import stack
+    from .logging_ops import Assert
+    from .math_ops import cast, less_equal
+    from .reduction_ops import reduce_sum
+
     preds = [_ops.convert_to_tensor(p) for p in preds]
-    return _ops.make_op("_CheckPredicates", preds, {"rule": rule}, name="case_check")
+    if rule == "at_most_one":
+        names = ", ".join(p.name for p in preds)
+        count = reduce_sum(cast(stack(preds), _dtypes.int32))
+        return Assert(less_equal(count, 1), [f"Input error: exclusive=True: more than 1 "
+                                             f"conditions ({names}) evaluated as True:",
+                                             stack(preds)], name="case_check")
+    return Assert(preds[0], ["Input error: None of conditions evaluated as True:",
+                             stack(preds[1:])], name="case_check")
 
 
 def _chain(preds, fns, default, strict, scope):

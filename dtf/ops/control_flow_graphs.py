@@ -193,6 +193,6 @@ def register_control_flow_op(op_type, infer):
 
 
 def outputs_infer(inputs, attrs):
-    """Outputs from the attrs ``Tout``/``output_shapes``, then the variant history."""
+    """Outputs from the attrs ``Tout``/``output_shapes``, then the record of the run."""
     out = [(dt, sh) for dt, sh in zip(attrs["Tout"], attrs["output_shapes"])]
-    return out + [(_dtypes.variant, [])]
+    return out + [(_dtypes.control_flow_record, [])]

@@ -419,9 +419,10 @@ def _window_attrs(dtype, strides, padding, data_format, **extra):
 
 
 def _spatial_out(dims, k_hw, attrs, inputs):
-    """Output height and width (None where unknown); VALID windows must fit (TF's check)."""
+    """Output height and width (None where unknown); VALID windows must fit (TF's check).
+    Any number of spatial dims: one per entry of ``k_hw``."""
     out = []
-    for i in (0, 1):
+    for i in range(len(k_hw)):
         size, k, s = dims[1 + i], k_hw[i], attrs["strides"][1 + i]
         if size is None or k is None:
             out.append(None)
@@ -468,11 +469,12 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     if filter is not None and filters is not None:
         raise ValueError("Cannot specify both 'filters' and 'filter'")
     filter = filters if filter is None else filter  # noqa: A001
-    if _get_sequence(dilations, 2, "dilations") != [1, 1, 1, 1]:
-        raise ValueError("conv2d supports only dilations of 1")
+    from .nn_conv_ops import _dilations, dilate_filter  # here: that module imports this one
+
+    rates = _dilations(dilations, 2, _get_sequence(strides, 2, "strides"))
     with _ops.name_scope(name, "Conv2D", [input, filter]) as scope:
         input = convert(input, "input")  # noqa: A001
-        filter = convert(filter, "filter", dtype=input.dtype)  # noqa: A001
+        filter = dilate_filter(convert(filter, "filter", dtype=input.dtype), rates)  # noqa: A001
         attrs = _window_attrs(input.dtype, strides, padding, data_format,
                               use_cudnn_on_gpu=bool(use_cudnn_on_gpu), dilations=[1, 1, 1, 1],
                               explicit_paddings=[])

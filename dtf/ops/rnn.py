@@ -1,6 +1,5 @@
 """TF1's RNN drivers: tf.nn.dynamic_rnn (a tf.while_loop over time with TensorArrays, as
-TF builds it), tf.nn.static_rnn (one cell call per step), their bidirectional forms, and
-tf.reverse_sequence."""
+TF builds it), tf.nn.static_rnn (one cell call per step) and their bidirectional forms."""
 from __future__ import annotations
 
 from dtf.framework import dtypes as _dtypes
@@ -10,6 +9,7 @@ from dtf.framework.tensor_shape import TensorShape
 from . import control_flow_graphs as cfg
 from . import variable_scope as vs
 from .control_flow_while import while_loop
+from .matrix_ops import reverse_sequence
 from .tensor_array_ops import TensorArray
 
 
@@ -23,47 +23,6 @@ def _m():
     from . import math_ops
 
     return math_ops
-
-
-def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,  # noqa: A002
-                     seq_dim=None, batch_dim=None):
-    """Reverses the first ``seq_lengths[b]`` entries along ``seq_axis`` of each batch row."""
-    if seq_dim is not None:
-        if seq_axis is not None:
-            raise ValueError("Cannot specify both 'seq_axis' and 'seq_dim'")
-        seq_axis = seq_dim
-    if batch_dim is not None:
-        if batch_axis is not None:
-            raise ValueError("Cannot specify both 'batch_axis' and 'batch_dim'")
-        batch_axis = batch_dim
-    if seq_axis is None:
-        raise ValueError("reverse_sequence: seq_axis is required")
-    batch_axis = 0 if batch_axis is None else batch_axis
-    a, m = _a(), _m()
-    from .slicing_ops import gather
-
-    with _ops.name_scope(name, "ReverseSequence", [input, seq_lengths]):
-        x = _ops.convert_to_tensor(input, name="input")
-        rank = x.shape.ndims
-        if rank is None:
-            raise ValueError("reverse_sequence needs an input of known rank")
-        seq_axis, batch_axis = seq_axis % rank, batch_axis % rank
-        if seq_axis == batch_axis:
-            raise ValueError(f"seq_axis == batch_axis == {seq_axis}")
-        # Time-major [T, B, rest...], one gather of rows, and back.
-        rest = [d for d in range(rank) if d not in (seq_axis, batch_axis)]
-        perm = [seq_axis, batch_axis] + rest
-        inverse = [perm.index(d) for d in range(rank)]
-        tm = a.transpose(x, perm)
-        dims = a.shape(tm)
-        t_len, b_len = dims[0], dims[1]
-        lengths = m.cast(_ops.convert_to_tensor(seq_lengths), _dtypes.int32)
-        t = a.expand_dims(a.range(t_len), 1)
-        src = m.where(m.less(t, lengths), lengths - 1 - t, t * a.ones_like(lengths))
-        rows = a.reshape(src * b_len + a.range(b_len), [-1])
-        flat = a.reshape(tm, a.concat([[-1], dims[2:]], 0))
-        out = a.reshape(gather(flat, rows), dims)
-        return a.transpose(out, inverse)
 
 
 def _transpose_batch_time(x):

@@ -139,7 +139,20 @@ APPLY_OPS = {
                      ("lr", "rho", "momentum", "epsilon", "grad")),
     "ApplyCenteredRMSProp": ("apply_centered_rms_prop", ("var", "mg", "ms", "mom"),
                              ("lr", "rho", "momentum", "epsilon", "grad")),
+    "ApplyAdadelta": ("apply_adadelta", ("var", "accum", "accum_update"),
+                      ("lr", "rho", "epsilon", "grad")),
+    "ApplyAdagradDA": ("apply_adagrad_da", ("var", "gradient_accumulator",
+                                            "gradient_squared_accumulator"),
+                       ("grad", "lr", "l1", "l2", "global_step")),
+    "ApplyFtrl": ("apply_ftrl", ("var", "accum", "linear"), ("grad", "lr", "l1", "l2", "lr_power")),
+    "ApplyFtrlV2": ("apply_ftrl_v2", ("var", "accum", "linear"),
+                    ("grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power")),
+    "ApplyProximalGradientDescent": ("apply_proximal_gradient_descent", ("var",),
+                                     ("alpha", "l1", "l2", "delta")),
+    "ApplyProximalAdagrad": ("apply_proximal_adagrad", ("var", "accum"), ("lr", "l1", "l2", "grad")),
 }
+# Inputs whose dtype is not the variable's (TF's signatures); the rest take var's dtype.
+APPLY_ARG_DTYPES = {("ApplyAdagradDA", "global_step"): dtypes.int64}
 
 
 def _make_apply_infer(op_type, ref_names, arg_names):
@@ -162,7 +175,8 @@ def _make_apply(op_type, ref_names, arg_names):
             raise TypeError(f"{op_type} takes {ref_names + arg_names}, got {len(args)} inputs")
         refs = [_as_ref(r, op_type) for r in args[:len(ref_names)]]
         dtype = refs[0].dtype
-        others = [convert(v, n, dtype=dtype) for v, n in zip(args[len(ref_names):], arg_names)]
+        others = [convert(v, n, dtype=APPLY_ARG_DTYPES.get((op_type, n), dtype))
+                  for v, n in zip(args[len(ref_names):], arg_names)]
         return _ops.make_tensor(op_type, refs + others,
                                 {"T": dtype, "use_locking": bool(use_locking), **attrs},
                                 name=name or op_type)

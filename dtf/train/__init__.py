@@ -11,3 +11,14 @@ from dtf.train.basic_session_run_hooks import *  # noqa: F401,F403
 from dtf.train.session_manager import *  # noqa: F401,F403
 from dtf.train.monitored_session import *  # noqa: F401,F403
 from dtf.train.sync_replicas import *  # noqa: F401,F403
+from dtf.train.supervisor import *  # noqa: F401,F403
+from dtf.train.learning_rate_decay import *  # noqa: F401,F403
+from dtf.train.moving_averages import *  # noqa: F401,F403
+from dtf.train.more_optimizers import *  # noqa: F401,F403
+from dtf.train.checkpoint_utils import *  # noqa: F401,F403
+
+
+def summary_iterator(path):
+    """tf.train.summary_iterator: the Event protos of an event file, in order."""
+    from dtf.summary.reader import summary_iterator as events  # summaries load on first use
+    return events(path)

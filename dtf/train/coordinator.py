@@ -8,7 +8,7 @@ import time
 
 from dtf.framework import errors
 
-__all__ = ["Coordinator"]
+__all__ = ["Coordinator", "LooperThread"]
 
 
 class Coordinator:
@@ -78,3 +78,54 @@ class Coordinator:
     @property
     def joined(self):
         return not any(t.is_alive() for t in self._registered_threads)
+
+
+class LooperThread(threading.Thread):
+    """A daemon thread that calls ``run_loop`` (or ``target``) repeatedly, every
+    ``timer_interval_secs`` if given, until its coordinator is told to stop.
+
+    The first call happens at once; an exception in the loop requests a stop on the
+    coordinator (and is re-raised by its ``join``)."""
+
+    def __init__(self, coord, timer_interval_secs, target=None, args=None, kwargs=None):
+        if not isinstance(coord, Coordinator):
+            raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
+        super().__init__(daemon=True)
+        self._coord = coord
+        self._timer_interval_secs = timer_interval_secs
+        self._target = target
+        self._args = args or ()
+        self._kwargs = kwargs or {}
+        coord.register_thread(self)
+
+    @staticmethod
+    def loop(coord, timer_interval_secs, target, args=None, kwargs=None):
+        """Starts and returns a LooperThread calling ``target``."""
+        looper = LooperThread(coord, timer_interval_secs, target=target, args=args, kwargs=kwargs)
+        looper.start()
+        return looper
+
+    def run(self):
+        with self._coord.stop_on_exception():
+            self.start_loop()
+            if self._timer_interval_secs is None:
+                while not self._coord.should_stop():
+                    self.run_loop()
+            else:
+                # Boundaries on a fixed grid, so a slow call does not push the next ones.
+                next_time = time.time()
+                while not self._coord.wait_for_stop(max(0.0, next_time - time.time())):
+                    next_time += self._timer_interval_secs
+                    self.run_loop()
+            self.stop_loop()
+
+    def start_loop(self):
+        """Called once before the loop."""
+
+    def stop_loop(self):
+        """Called once after the loop ends without an exception."""
+
+    def run_loop(self):
+        """One iteration; by default calls ``target(*args, **kwargs)``."""
+        if self._target:
+            self._target(*self._args, **self._kwargs)

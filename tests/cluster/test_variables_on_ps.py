@@ -109,3 +109,29 @@ def test_device_filters_are_honoured(make_cluster):
         assert sess.run(b) == 2.0
         with pytest.raises(errors.InvalidArgumentError, match="device_filters"):
             sess.run(a)
+
+
+def test_init_from_checkpoint_and_moving_averages_for_variables_on_a_ps(make_cluster, tmp_path):
+    """The checkpoint is read and the shadows are kept by the task holding the variables."""
+    cl = make_cluster(ps=1, worker=1).start_all()
+    with tf.Graph().as_default():
+        with tf.variable_scope("pretrained"):
+            tf.get_variable("w", initializer=np.arange(4, dtype=np.float32))
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            saver.save(sess, str(tmp_path / "model.ckpt"))
+    with tf.device(tf.train.replica_device_setter(cluster=cl.cluster_spec())):
+        w = tf.get_variable("model/w", [4])
+        tf.train.init_from_checkpoint(str(tmp_path), {"pretrained/": "model/"})
+        ema = tf.train.ExponentialMovingAverage(0.5)
+        maintain = ema.apply([w])  # the shadow starts at w's restored value
+        move = tf.assign_add(w, tf.ones([4]))
+    assert w.device == ema.average(w).device == "/job:ps/task:0"
+    assert tf.DeviceSpec.from_string(w.initializer.inputs[1].op.device).job == "ps"
+    with tf.Session(cl.target("worker", 0)) as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(w), np.arange(4))
+        sess.run(move)
+        sess.run(maintain)
+        np.testing.assert_array_equal(sess.run(ema.average(w)), np.arange(4) + 0.5)

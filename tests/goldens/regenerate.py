@@ -14,6 +14,9 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# tf.compat.v1.layers exists only with Keras 2 (the tf_keras package beside TensorFlow);
+# without it the layers' cases fail and everything else records as usual.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np  # noqa: E402
 

@@ -34,6 +34,7 @@ CORE = {**{op: "float32" for op in ELEMENTWISE + REDUCTIONS + ARRAY + NN + STATE
 HOST_ONLY = {
     "SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename", "SelectUninitialized",
     "ScalarSummary", "HistogramSummary", "MergeSummary",
+    "ImageSummary", "AudioSummaryV2", "TensorSummaryV2",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
     "QueueCloseV2", "QueueSizeV2",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
@@ -42,7 +43,7 @@ HOST_ONLY = {
 # Not yet on GPU (docs/control_flow.md): control-flow ops run their bodies on the CPU, and
 # TensorArray buffers live in host memory; a GPU-pinned cond or loop needs soft placement.
 HOST_ONLY |= {
-    "If", "While", "_WhileGrad", "_Arg", "_RefArg", "_CheckPredicates",
+    "If", "While", "_WhileGrad", "_Arg", "_RefArg",
     "TensorArrayNew", "TensorArrayWrite", "TensorArrayRead", "TensorArrayScatter",
     "TensorArrayWriteGrad", "TensorArrayReadGrad", "TensorArrayScatterGrad",
 }

@@ -162,3 +162,27 @@ def test_init_tokens_rules():
     backup = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2, 3)
     backup.minimize(tf.reduce_sum(w), global_step=gs)
     assert backup.get_init_tokens_op(num_tokens=0).type == "NoOp"
+
+
+def test_variable_averages_are_kept_by_the_chief_update():
+    """SyncReplicasOptimizer(variable_averages=ExponentialMovingAverage): the chief's update
+    also refreshes the shadows, once per global step."""
+    gs = tf.train.get_or_create_global_step()
+    w = tf.Variable([1.0], name="w")
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.25), 1,
+                                         variable_averages=ema, variables_to_average=[w])
+    train_op = opt.minimize(tf.reduce_sum(w), global_step=gs)
+    hook = opt.make_session_run_hook(True)
+    with tf.Session() as sess:
+        _start(sess, [(train_op, hook)])
+        while sess.run(gs) < 2:
+            sess.run(train_op)
+        hook.end(sess)  # joins the chief's update thread: its last averaging is done
+        step, w_value, average = sess.run([gs, w, ema.average(w)])
+    # w: 1 -> 0.75 -> 0.5 ...; the shadow follows once per step: 1 -> 0.875 -> 0.6875 ...
+    want = 1.0
+    for k in range(1, step + 1):
+        want = 0.5 * want + 0.5 * (1.0 - 0.25 * k)
+    assert step >= 2 and w_value[0] == pytest.approx(1.0 - 0.25 * step)
+    assert average[0] == pytest.approx(want)

@@ -60,23 +60,6 @@ def if_kernel(node):
     return compute
 
 
-@register_kernel("_CheckPredicates", "CPU")
-def check_predicates(node):
-    rule = node.attrs["rule"]
-
-    def compute(ctx, *preds):
-        values = [bool(np.asarray(p)) for p in preds]
-        if rule == "at_most_one" and sum(values) > 1:
-            raise errors.InvalidArgumentError(
-                node.name, None, f"Input error: exclusive=True: more than 1 conditions "
-                f"({', '.join(node.inputs)}) evaluated as True: {values}")
-        if rule == "last_is_true" and not values[0]:
-            raise errors.InvalidArgumentError(
-                node.name, None, f"Input error: None of conditions evaluated as True: {values[1:]}")
-
-    return compute
-
-
 @register_kernel("While", "CPU")
 def while_kernel(node):
     fn = _functional()

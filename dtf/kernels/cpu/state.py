@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtf.framework import dtypes, errors
+from dtf.framework import dtypes, errors, os_errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels.registry import register_kernel
 from dtf.runtime import checkpoint_io
@@ -145,10 +145,66 @@ def _centered_rms_prop(a, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
     return var - mom, mg, ms, mom
 
 
+def _adadelta(a, var, accum, accum_update, lr, rho, epsilon, grad):
+    accum = accum * rho + grad * grad * (1 - rho)
+    update = np.sqrt(accum_update + epsilon) / np.sqrt(accum + epsilon) * grad
+    accum_update = accum_update * rho + update * update * (1 - rho)
+    return var - update * lr, accum, accum_update
+
+
+def _adagrad_da(a, var, g_acc, gg_acc, grad, lr, l1, l2, global_step):
+    # Dual averaging: var is a closed form of the accumulated gradients at this step.
+    g_acc = g_acc + grad
+    gg_acc = gg_acc + grad * grad
+    shrunk = np.sign(g_acc) * np.maximum(np.abs(g_acc) - global_step * l1, 0) if l1 > 0 else g_acc
+    return -lr * shrunk / (global_step * l2 * lr + np.sqrt(gg_acc)), g_acc, gg_acc
+
+
+def _ftrl_step(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power):
+    new_accum = accum + grad * grad
+    if lr_power == -0.5:
+        sigma_num, new_power = np.sqrt(new_accum) - np.sqrt(accum), np.sqrt(new_accum)
+    else:
+        new_power = np.power(new_accum, -lr_power)
+        sigma_num = new_power - np.power(accum, -lr_power)
+    linear = linear + shrunk_grad - sigma_num / lr * var
+    quadratic = new_power / lr + 2 * l2
+    var = np.where(np.abs(linear) > l1, (np.sign(linear) * l1 - linear) / quadratic, 0)
+    return var, new_accum, linear
+
+
+def _ftrl(a, var, accum, linear, grad, lr, l1, l2, lr_power):
+    return _ftrl_step(var, accum, linear, grad, grad, lr, l1, l2, lr_power)
+
+
+def _ftrl_v2(a, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
+    # The shrinkage pulls the linear term only; the accumulator sees the plain gradient.
+    return _ftrl_step(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power)
+
+
+def _proximal_step(prox_var, lr, l1, l2):
+    if l1 > 0:
+        prox_var = np.sign(prox_var) * np.maximum(np.abs(prox_var) - lr * l1, 0)
+    return prox_var / (1 + lr * l2)
+
+
+def _proximal_gradient_descent(a, var, alpha, l1, l2, delta):
+    return (_proximal_step(var - alpha * delta, alpha, l1, l2),)
+
+
+def _proximal_adagrad(a, var, accum, lr, l1, l2, grad):
+    accum = accum + grad * grad
+    step_lr = lr / np.sqrt(accum)
+    return _proximal_step(var - grad * step_lr, step_lr, l1, l2), accum
+
+
 UPDATES = {
     "ApplyGradientDescent": _gradient_descent, "ApplyMomentum": _momentum,
     "ApplyAdam": _adam, "ApplyAdagrad": _adagrad, "ApplyRMSProp": _rms_prop,
-    "ApplyCenteredRMSProp": _centered_rms_prop,
+    "ApplyCenteredRMSProp": _centered_rms_prop, "ApplyAdadelta": _adadelta,
+    "ApplyAdagradDA": _adagrad_da, "ApplyFtrl": _ftrl, "ApplyFtrlV2": _ftrl_v2,
+    "ApplyProximalGradientDescent": _proximal_gradient_descent,
+    "ApplyProximalAdagrad": _proximal_adagrad,
 }
 
 
@@ -268,10 +324,8 @@ def save_v2(node):
                 node.name, None, f"Got {len(names)} tensor names but {len(tensors)} tensors")
         try:
             checkpoint_io.write(_text(prefix), names, tensors)
-        except FileNotFoundError as e:
-            raise errors.NotFoundError(node.name, None, f"{e.strerror}: {e.filename}") from None
-        except PermissionError as e:
-            raise errors.PermissionDeniedError(node.name, None, f"{e.strerror}: {e.filename}") from None
+        except OSError as e:  # disk full, read-only directory...: TF's class, path and OS message
+            raise os_errors.from_os_error(e, node_name=node.name) from None
 
     return compute
 
@@ -300,7 +354,10 @@ def restore_v2(node):
 @register_kernel("MergeV2Checkpoints", "CPU")
 def merge_v2_checkpoints(node):
     def compute(ctx, *inputs):
-        checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+        try:
+            checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+        except OSError as e:
+            raise os_errors.from_os_error(e, node_name=node.name) from None
 
     return compute
 

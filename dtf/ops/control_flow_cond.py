@@ -169,6 +169,7 @@ def _if_grad(op, *grads):
             "ref_mask": cfg.ref_mask(inputs[1:]), "history_input": 0, "record": False,
         }, name=scope)
     colocate_with_op(grad_op, op)
+    cfg.remember(grad_op, cfg.SECOND_ORDER)
     result = [None] * len(op.inputs)
     for i, t in zip(float_caps, grad_op.outputs[:-1]):
         result[1 + i] = t

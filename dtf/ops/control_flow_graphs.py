@@ -21,8 +21,14 @@ def remember(op, info):
     _BUILT[op] = info
 
 
+SECOND_ORDER = "second order"  # what a gradient op is remembered as: it has no gradient
+
+
 def built_info(op):
     info = _BUILT.get(op)
+    if info is SECOND_ORDER:
+        raise LookupError(f"No gradient for {op.type} '{op.name}': second-order gradients "
+                          "through tf.cond are not supported")
     if info is None:
         raise LookupError(f"No gradient for {op.type} '{op.name}': its bodies were not built in "
                           "this process (a graph imported from plain data)")

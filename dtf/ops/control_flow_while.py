@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes as _dtypes
 from dtf.framework import ops as _ops
-from dtf.framework.op_registry import NotDifferentiable, RegisterGradient, register_op
+from dtf.framework.op_registry import RegisterGradient, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape
 
 from . import control_flow_graphs as cfg
@@ -26,7 +26,12 @@ def _while_grad_infer(inputs, attrs):
 
 
 cfg._every_input_by_handle("_WhileGrad")
-NotDifferentiable("_WhileGrad")
+
+
+@RegisterGradient("_WhileGrad")
+def _while_grad_grad(op, *grads):
+    raise LookupError(f"No gradient for '{op.name}': second-order gradients through "
+                      "tf.while_loop are not supported")
 
 
 class _WhileInfo:

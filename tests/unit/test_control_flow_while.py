@@ -178,3 +178,14 @@ def test_cond_sees_the_variable_the_body_updates():
     with tf.Session() as s:
         s.run(tf.global_variables_initializer())
         assert s.run(out) == 4 and s.run(v) == 12
+
+
+def test_second_order_gradients_are_refused_by_name():
+    x = tf.placeholder(tf.float32, [])
+    y = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x), [0, x])[1]
+    c = tf.cond(x > 0.0, lambda: x * x, lambda: x)
+    dy, dc = tf.gradients(y, x)[0], tf.gradients(c, x)[0]
+    with pytest.raises(LookupError, match="second-order gradients through tf.while_loop"):
+        tf.gradients(dy, x)
+    with pytest.raises(LookupError, match="second-order gradients through tf.cond"):
+        tf.gradients(dc, x)

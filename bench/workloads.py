@@ -244,3 +244,12 @@ SETUPS = {
     "W7": setup_local_ops,
     "W7s": setup_local_server_step,
 }
+
+
+def _add_control_flow():
+    from bench.control_flow import setup_control_flow  # it imports nothing of this module
+
+    SETUPS["W9"] = setup_control_flow
+
+
+_add_control_flow()

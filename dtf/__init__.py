@@ -129,3 +129,7 @@ from dtf.ops.custom_gradient import custom_gradient  # noqa: F401,E402
 from dtf.ops.gradients import hessians  # noqa: F401,E402
 from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
 from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger
+from dtf.ops.control_flow_cond import case, cond, switch_case  # noqa: F401,E402
+from dtf.ops.control_flow_while import while_loop  # noqa: F401,E402
+from dtf.ops.tensor_array_ops import TensorArray  # noqa: F401,E402
+from dtf.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401,E402

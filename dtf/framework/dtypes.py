@@ -96,6 +96,10 @@ ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool
 _BY_NAME = {d.name: d for d in ALL}
 # TF's extra spellings: tf.placeholder("float") is the classic tutorials' first line.
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
+# What a control-flow op records for its gradient (values of a body's runs): never fed,
+# fetched or sent, so it is not among ALL, and not TF's "variant" (no name a program uses).
+control_flow_record = DType("control_flow_record", np.object_)
+_BY_NAME["control_flow_record"] = control_flow_record
 _BY_NP = {np.dtype(d.as_numpy_dtype): d for d in ALL if d is not string}
 FLOATING = (float16, float32, float64)
 INTEGER = (int8, int16, int32, int64, uint8, uint16)

@@ -789,10 +789,20 @@ def _graph_from_values(values):
     if values:
         for v in values:
             if isinstance(v, (Tensor, Operation)):
-                return v.graph
+                return _graph_for(v.graph)
             if hasattr(v, "graph") and isinstance(getattr(v, "graph", None), Graph):
-                return v.graph
+                return _graph_for(v.graph)
     return get_default_graph()
+
+
+def _graph_for(graph):
+    """``graph``, or the control-flow body being built that captures its tensors."""
+    default = get_default_graph()
+    if default is graph or not default.building_function:
+        return graph
+    from .func_graph import graph_for_inputs
+
+    return graph_for_inputs(graph, default)
 
 
 def device(device_name_or_function):
@@ -833,7 +843,7 @@ def op_scope(values, name, default_name=None):
 
 def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     """Creates an op from already-converted inputs; returns the Operation."""
-    g = graph or (inputs[0].graph if inputs else get_default_graph())
+    g = graph or (_graph_for(inputs[0].graph) if inputs else get_default_graph())
     return g.create_op(op_type, list(inputs), name=name, attrs=attrs)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
+from dtf.framework.func_graph import init_scope
 from dtf.framework.ops import GraphKeys
 from dtf.framework.tensor_shape import as_shape, unknown_shape
 from . import state_ops
@@ -45,8 +46,13 @@ class Variable:
         self._trainable = trainable
         self._constraint = constraint
         self._save_slice_info = None
-        graph = _ops.get_default_graph()
-        with graph.control_dependencies(None):  # variables ignore the caller's control deps
+        if isinstance(initial_value, _ops.Tensor) and initial_value.graph.building_function:
+            raise ValueError(f"Initializer for variable {name} is from inside a control-flow "
+                             "construct, such as a loop or conditional. When creating a variable "
+                             "inside a loop or conditional, use a lambda as the initializer.")
+        # Variables ignore the caller's control deps; one made inside a cond or loop body is
+        # made outside it (and the body captures it), as TF's init_scope does.
+        with init_scope() as graph:
             self._build(graph, initial_value, validate_shape, name, dtype, shape)
         graph.add_to_collections(collections, self)
 

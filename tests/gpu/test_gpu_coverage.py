@@ -40,6 +40,13 @@ HOST_ONLY = {
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
 }
+# Not yet on GPU (docs/control_flow.md): control-flow ops run their bodies on the CPU, and
+# TensorArray buffers live in host memory; a GPU-pinned cond or loop needs soft placement.
+HOST_ONLY |= {
+    "If", "While", "_WhileGrad", "_Arg", "_RefArg",
+    "TensorArrayNew", "TensorArrayWrite", "TensorArrayRead", "TensorArrayScatter",
+    "TensorArrayWriteGrad", "TensorArrayReadGrad", "TensorArrayScatterGrad",
+}
 
 
 @pytest.mark.parametrize("op", sorted(CORE))

@@ -20,4 +20,5 @@ from . import logging  # noqa: F401
 from . import script  # noqa: F401
 from . import scatter  # noqa: F401
 from . import candidate_sampling  # noqa: F401
+from . import control_flow  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

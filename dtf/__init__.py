@@ -67,6 +67,7 @@ _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
+_LAZY_MODULES["data"] = "dtf.data"
 
 
 def disable_eager_execution():

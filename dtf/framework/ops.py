@@ -775,6 +775,8 @@ class name_scope:  # noqa: N801 - TF's public name
 
 
 def _graph_from_values(values):
+    if get_default_graph().building_function:
+        return get_default_graph()  # scopes inside a traced function stay in it
     if values:
         for v in values:
             if isinstance(v, (Tensor, Operation)):
@@ -823,6 +825,8 @@ def op_scope(values, name, default_name=None):
 def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     """Creates an op from already-converted inputs; returns the Operation."""
     g = graph or (inputs[0].graph if inputs else get_default_graph())
+    if graph is None and g is not get_default_graph() and get_default_graph().building_function:
+        g = get_default_graph()  # a function being traced captures outer tensors itself
     return g.create_op(op_type, list(inputs), name=name, attrs=attrs)
 
 

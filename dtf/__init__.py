@@ -68,6 +68,8 @@ _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
 _LAZY_MODULES["data"] = "dtf.data"
+_LAZY_MODULES["io"] = "dtf.io"
+_LAZY_MODULES["python_io"] = "dtf.io.python_io"
 
 
 def disable_eager_execution():
@@ -93,3 +95,4 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
 from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
+from dtf.io.parsing_ops import *  # noqa: F401,F403,E402

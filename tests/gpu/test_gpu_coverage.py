@@ -38,6 +38,9 @@ HOST_ONLY = {
     "QueueCloseV2", "QueueSizeV2",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
+    "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
+    "IteratorGetNext", "IteratorToStringHandle",
+    "ParseExample", "ParseSingleExample", "DecodeRaw", "MatchingFiles",
 }
 
 

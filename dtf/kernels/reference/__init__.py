@@ -9,3 +9,4 @@ from . import math  # noqa: F401
 from . import nn  # noqa: F401
 from . import random  # noqa: F401
 from . import conv_extra  # noqa: F401
+from . import parsing  # noqa: F401

@@ -1,0 +1,126 @@
+"""Reads the features of a serialized ``tf.train.Example`` straight from its wire bytes,
+without building message objects: what the parsing kernels run once per record.
+
+Packed floats become a numpy view of their bytes; int64s are varints (decoded in Python,
+one loop per feature); bytes stay bytes. dtf/io/example_pb.py is the message API over
+the same format, and the tests hold the two to each other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BYTES, FLOAT, INT64 = 1, 2, 3
+_LEN = 2
+
+
+class DecodeError(ValueError):
+    """Malformed Example bytes."""
+
+
+def _read_varint(data, pos):
+    result = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise DecodeError("Truncated or overlong varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _skip(wire, data, pos):
+    if wire == 0:
+        return _read_varint(data, pos)[1]
+    size = {1: 8, 5: 4}.get(wire)
+    if size is None or pos + size > len(data):
+        raise DecodeError(f"Cannot skip a field with wire type {wire}")
+    return pos + size
+
+
+def _chunk(data, pos):
+    n, pos = _read_varint(data, pos)
+    end = pos + n
+    if end > len(data):
+        raise DecodeError("Truncated length-delimited field")
+    return pos, end
+
+
+def _fields(data, start, end):
+    """(field number, wire type, value start, value end) of each field in data[start:end];
+    for a varint, start is the value itself and end the next position."""
+    pos = start
+    while pos < end:
+        tag, pos = _read_varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == _LEN:
+            a, b = _chunk(data, pos)
+            if b > end:
+                raise DecodeError("Truncated length-delimited field")
+            yield number, wire, a, b
+            pos = b
+        elif wire == 0:
+            value, nxt = _read_varint(data, pos)
+            yield number, wire, value, nxt
+            pos = nxt
+        else:
+            nxt = _skip(wire, data, pos)
+            yield number, wire, pos, nxt
+            pos = nxt
+
+
+def _varints(data, a, b):
+    out = []
+    while a < b:
+        v, a = _read_varint(data, a)
+        out.append(v - (1 << 64) if v >= 1 << 63 else v)
+    return out
+
+
+def _feature_values(data, a, b):
+    """(kind, values) of a serialized Feature; kind 0 for an empty Feature."""
+    for kind, wire, fa, fb in _fields(data, a, b):
+        if wire != _LEN or kind not in (BYTES, FLOAT, INT64):
+            continue
+        if kind == BYTES:
+            return BYTES, [bytes(data[x:y]) for n, w, x, y in _fields(data, fa, fb)
+                           if n == 1 and w == _LEN]
+        values: list = []
+        for n, w, x, y in _fields(data, fa, fb):
+            if n != 1:
+                continue
+            if kind == FLOAT:
+                if w == _LEN:
+                    if (y - x) % 4:
+                        raise DecodeError("packed floats' length is not a multiple of 4")
+                    values.append(np.frombuffer(data, "<f4", (y - x) // 4, x))
+                elif w == 5:
+                    values.append(np.frombuffer(data, "<f4", 1, x))
+            elif w == _LEN:
+                values.extend(_varints(data, x, y))
+            elif w == 0:
+                values.append(x - (1 << 64) if x >= 1 << 63 else x)
+        if kind == FLOAT:
+            values = np.concatenate(values) if values else np.zeros(0, np.float32)
+        return kind, values
+    return 0, []
+
+
+def example_features(data: bytes) -> dict:
+    """key -> (kind, values) of every feature of a serialized Example."""
+    out = {}
+    for n, w, a, b in _fields(data, 0, len(data)):
+        if n != 1 or w != _LEN:
+            continue
+        for fn, fw, fa, fb in _fields(data, a, b):  # Features
+            if fn != 1 or fw != _LEN:
+                continue
+            key, value = "", (0, [])
+            for en, ew, ea, eb in _fields(data, fa, fb):  # map entry
+                if en == 1 and ew == _LEN:
+                    key = bytes(data[ea:eb]).decode("utf-8", "replace")
+                elif en == 2 and ew == _LEN:
+                    value = _feature_values(data, ea, eb)
+            out[key] = value
+    return out

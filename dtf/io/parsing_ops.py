@@ -1,0 +1,142 @@
+"""Example parsing and raw decoding: ``tf.parse_single_example``, ``tf.parse_example``,
+``FixedLenFeature``, ``FixedLenSequenceFeature``, ``tf.decode_raw``, ``tf.matching_files``.
+
+Kernels (numpy references in dtf/kernels/reference/parsing.py) read records with the
+wire-level reader of dtf/io/example_wire.py.
+"""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from dtf.framework import dtypes as _dtypes
+from dtf.framework import ops as _ops
+from dtf.framework.op_registry import NotDifferentiable, register_op
+from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "decode_raw",
+           "matching_files", "parse_example", "parse_single_example"]
+
+_PARSEABLE = (_dtypes.float32, _dtypes.int64, _dtypes.string)
+
+
+class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype", "default_value"])):
+    """A feature of fixed shape; ``default_value`` when an example lacks it (else required)."""
+
+    def __new__(cls, shape, dtype, default_value=None):
+        return super().__new__(cls, shape, dtype, default_value)
+
+
+class FixedLenSequenceFeature(collections.namedtuple(
+        "FixedLenSequenceFeature", ["shape", "dtype", "allow_missing", "default_value"])):
+    """A variable number of values of ``shape``; batches are padded with ``default_value``."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A variable-length feature, parsed into a SparseTensor (which dtf does not have yet)."""
+
+
+def _parse_infer(inputs, attrs):
+    lead = [] if attrs["_single"] else list(inputs[0].shape.as_list() or [None]) \
+        if inputs[0].shape.ndims is not None else [None]
+    return [(dt, TensorShape(lead + ([None] if var else []) + list(shape)))
+            for dt, shape, var in zip(attrs["Tdense"], attrs["dense_shapes"], attrs["variable"])]
+
+
+register_op("ParseExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": False}))
+register_op("ParseSingleExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": True}))
+
+
+@register_op("DecodeRaw")
+def _decode_raw_infer(inputs, attrs):
+    shape = inputs[0].shape
+    return [(attrs["out_type"], unknown_shape() if shape.ndims is None
+             else shape.concatenate(TensorShape([None])))]
+
+
+register_op("MatchingFiles")(lambda inputs, attrs: [(_dtypes.string, TensorShape([None]))])
+for _op in ("ParseExample", "ParseSingleExample", "DecodeRaw", "MatchingFiles"):
+    NotDifferentiable(_op)
+
+
+def _dense_specs(features):
+    if not isinstance(features, dict) or not features:
+        raise ValueError("features must be a non-empty dict of feature configurations")
+    keys, types, shapes, variable, defaults = [], [], [], [], []
+    for key in sorted(features):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            raise NotImplementedError(
+                f"VarLenFeature (feature {key!r}) parses into a SparseTensor, which dtf does not "
+                "have yet; use FixedLenFeature or FixedLenSequenceFeature")
+        if not isinstance(f, (FixedLenFeature, FixedLenSequenceFeature)):
+            raise ValueError(f"Unsupported feature configuration for {key!r}: {f!r}")
+        dtype = _dtypes.as_dtype(f.dtype)
+        if dtype not in _PARSEABLE:
+            raise ValueError(f"Feature {key!r}: dtype {dtype.name} is not one of float32, int64, string")
+        shape = as_shape(f.shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"Feature {key!r}: shape {shape} must be fully defined")
+        seq = isinstance(f, FixedLenSequenceFeature)
+        if seq and not f.allow_missing:
+            raise NotImplementedError(f"FixedLenSequenceFeature {key!r}: dtf supports "
+                                      "allow_missing=True only")
+        keys.append(key)
+        types.append(dtype)
+        shapes.append(shape.as_list())
+        variable.append(seq)
+        if f.default_value is None:
+            default = np.zeros([0], dtype.as_numpy_dtype)  # empty: the feature is required
+            if seq:
+                default = np.asarray(b"" if dtype == _dtypes.string else 0, dtype.as_numpy_dtype)
+        else:
+            default = np.asarray(f.default_value, dtype=dtype.as_numpy_dtype)
+            if not seq:
+                default = np.broadcast_to(default, shape.as_list()).copy()
+        defaults.append(_ops.convert_to_tensor(default, dtype=dtype, name=f"key_{key}"
+                                               .replace(":", "_").replace(" ", "_")))
+    return keys, types, shapes, variable, defaults
+
+
+def _parse(op_type, serialized, features, name, default_name):
+    with _ops.name_scope(name, default_name, [serialized]):
+        serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
+        keys, types, shapes, variable, defaults = _dense_specs(features)
+        op = _ops.make_op(op_type, [serialized] + defaults, {
+            "dense_keys": keys, "Tdense": types, "dense_shapes": shapes, "variable": variable,
+            "Ndense": len(keys)}, name=op_type)
+    return dict(zip(keys, op.outputs))
+
+
+def parse_example(serialized, features, name=None, example_names=None):
+    """Parses a batch (1-D string tensor) of serialized Examples into a dict of tensors,
+    each with the batch as dimension 0."""
+    return _parse("ParseExample", serialized, features, name, "ParseExample")
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    """Parses one serialized Example (a scalar string) into a dict of tensors."""
+    return _parse("ParseSingleExample", serialized, features, name, "ParseSingleExample")
+
+
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
+    """Reinterprets the bytes of each string as a vector of ``out_type``."""
+    if input_bytes is None:
+        input_bytes = bytes
+    out_type = _dtypes.as_dtype(out_type)
+    if out_type == _dtypes.string:
+        raise TypeError("decode_raw: out_type must be numeric")
+    t = _ops.convert_to_tensor(input_bytes, dtype=_dtypes.string, name="bytes")
+    return _ops.make_tensor("DecodeRaw", [t], {"out_type": out_type,
+                                               "little_endian": bool(little_endian)},
+                            name=name or "DecodeRaw")
+
+
+def matching_files(pattern, name=None):
+    """The sorted file names matching ``pattern`` (a glob, or a 1-D tensor of globs)."""
+    t = _ops.convert_to_tensor(pattern, dtype=_dtypes.string, name="pattern")
+    return _ops.make_tensor("MatchingFiles", [t], {}, name=name or "MatchingFiles")

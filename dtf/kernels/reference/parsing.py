@@ -1,0 +1,123 @@
+"""Reference semantics of Example parsing, DecodeRaw and MatchingFiles."""
+from __future__ import annotations
+
+import glob
+
+import numpy as np
+
+from dtf.framework import errors
+from dtf.io import parsing_ops  # noqa: F401  (the op definitions, wherever kernels load)
+from dtf.io.example_wire import BYTES, FLOAT, INT64, DecodeError, example_features
+from .table import reference
+
+_KIND_OF = {"float32": FLOAT, "int64": INT64, "string": BYTES}
+_KIND_NAME = {FLOAT: "float", INT64: "int64", BYTES: "string", 0: "empty"}
+
+
+def _record_bytes(v):
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+def _values(key, dtype, kind, values, want, variable, index):
+    expected = _KIND_OF[dtype.name]
+    if kind not in (0, expected):
+        raise errors.InvalidArgumentError(
+            None, None, f"Name: <unknown>, Feature: {key} (data type: {_KIND_NAME[expected]}) "
+            f"is required but has data type {_KIND_NAME[kind]} (example {index}): "
+            "Data types don't match.")
+    arr = np.asarray(values, dtype=object if dtype.name == "string" else dtype.as_numpy_dtype)
+    size = int(np.prod(want))
+    if variable:
+        if arr.size % max(size, 1):
+            raise errors.InvalidArgumentError(
+                None, None, f"Name: <unknown>, Key: {key}, Index: {index}.  Number of values is "
+                f"not a multiple of the inner shape {want}: {arr.size}")
+        return arr.reshape([-1] + list(want))
+    if arr.size != size:
+        raise errors.InvalidArgumentError(
+            None, None, f"Name: <unknown>, Key: {key}, Index: {index}.  Number of "
+            f"{_KIND_NAME[expected]} values != expected.  Values size: {arr.size} but output "
+            f"shape: {list(want)}")
+    return arr.reshape(want)
+
+
+def _parse(attrs, serialized, defaults, single):
+    records = [serialized.item() if isinstance(serialized, np.ndarray) else serialized] if single \
+        else list(np.asarray(serialized, dtype=object).reshape(-1))
+    keys, types, shapes = attrs["dense_keys"], attrs["Tdense"], attrs["dense_shapes"]
+    variable = attrs["variable"]
+    columns = [[] for _ in keys]
+    for index, record in enumerate(records):
+        try:
+            feats = example_features(_record_bytes(record))
+        except DecodeError as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"Could not parse example input (example {index}): {e}") from None
+        for i, key in enumerate(keys):
+            found = feats.get(key)
+            if found is None:
+                default = np.asarray(defaults[i])
+                if variable[i]:
+                    columns[i].append(np.zeros([0] + list(shapes[i]), default.dtype))
+                    continue
+                if default.size == 0 and int(np.prod(shapes[i])) != 0:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Feature: {key} (data type: {types[i].name}) is required but "
+                        "could not be found.")
+                columns[i].append(default.reshape(shapes[i]))
+                continue
+            columns[i].append(_values(key, types[i], *found, shapes[i], variable[i], index))
+    out = []
+    for i, col in enumerate(columns):
+        if variable[i]:
+            longest = max((c.shape[0] for c in col), default=0)
+            pad = np.asarray(defaults[i]).reshape(-1)[0] if np.size(defaults[i]) else 0
+            padded = np.full([len(col), longest] + list(shapes[i]), pad,
+                             dtype=object if types[i].name == "string" else types[i].as_numpy_dtype)
+            for k, c in enumerate(col):
+                padded[k, :c.shape[0]] = c
+            col = padded
+        else:
+            col = np.stack(col) if col else np.zeros([0] + list(shapes[i]),
+                                                     object if types[i].name == "string"
+                                                     else types[i].as_numpy_dtype)
+        out.append(col[0] if single else col.reshape(np.shape(serialized) + col.shape[1:]))
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+@reference("ParseExample")
+def parse_example(attrs, serialized, *defaults):
+    return _parse(attrs, serialized, defaults, single=False)
+
+
+@reference("ParseSingleExample")
+def parse_single_example(attrs, serialized, *defaults):
+    return _parse(attrs, serialized, defaults, single=True)
+
+
+@reference("DecodeRaw")
+def decode_raw(attrs, data):
+    dtype = np.dtype(attrs["out_type"].as_numpy_dtype)
+    dtype = dtype.newbyteorder("<" if attrs.get("little_endian", True) else ">")
+    flat = [_record_bytes(v) for v in np.asarray(data, dtype=object).reshape(-1)]
+    size = len(flat[0]) if flat else 0
+    for i, b in enumerate(flat):
+        if len(b) % dtype.itemsize:
+            raise errors.InvalidArgumentError(
+                None, None, f"Input to DecodeRaw has length {len(b)} that is not a multiple of "
+                f"{dtype.itemsize}, the size of {attrs['out_type'].name}")
+        if len(b) != size:
+            raise errors.InvalidArgumentError(
+                None, None, f"DecodeRaw requires input strings to all be the same size, but "
+                f"element {i} has size {len(b)} != {size}")
+    n = size // dtype.itemsize
+    out = np.frombuffer(b"".join(flat), dtype=dtype).astype(dtype.newbyteorder("="), copy=False)
+    return out.reshape(np.shape(data) + (n,))
+
+
+@reference("MatchingFiles")
+def matching_files(attrs, pattern):
+    names = set()
+    for p in np.asarray(pattern, dtype=object).reshape(-1):
+        names.update(glob.glob(p.decode() if isinstance(p, bytes) else str(p)))
+    return np.asarray([n.encode() for n in sorted(names)], dtype=object).reshape(-1)

@@ -69,6 +69,10 @@ METRICS = [
     Metric("w7.tiny_step_us", "W7", "tiny step y=x+300 p50", "us", goal=("max", 50.0),
            issue_tf=96),
     Metric("w7.tiny_server_step_us", "W7", "tiny step via local server p50", "us", issue_tf=163),
+    Metric("w8.map_batch_el_s", "W8", "tf.data slices->map->batch 128: elements/s", "el/s", True,
+           ("x_tf", 1.0)),
+    Metric("w8.tfrecord_records_s", "W8", "TFRecord->parse->decode_raw->shuffle->batch: records/s",
+           "rec/s", True, ("x_tf", 1.0)),
 ]
 
 RAW = [

@@ -109,6 +109,13 @@ def _feature_values(data, a, b):
 
 def example_features(data: bytes) -> dict:
     """key -> (kind, values) of every feature of a serialized Example."""
+    try:
+        return _example_features_fast(data)
+    except _Unusual:
+        return _example_features_generic(data)
+
+
+def _example_features_generic(data) -> dict:
     out = {}
     for n, w, a, b in _fields(data, 0, len(data)):
         if n != 1 or w != _LEN:
@@ -124,3 +131,87 @@ def example_features(data: bytes) -> dict:
                     value = _feature_values(data, ea, eb)
             out[key] = value
     return out
+
+
+class _Unusual(Exception):
+    """The bytes are not laid out as TF writes Examples: take the generic path."""
+
+
+def _length(data, pos, end):
+    """(length, start) of the length-delimited value whose length varint is at ``pos``."""
+    b = data[pos]
+    if b < 0x80:
+        n, pos = b, pos + 1
+    else:
+        n, pos = _read_varint(data, pos)
+    if pos + n > end:
+        raise DecodeError("Truncated length-delimited field")
+    return n, pos
+
+
+_TAG_1_LEN, _TAG_2_LEN = 0x0A, 0x12
+_KIND_OF_TAG = {0x0A: BYTES, 0x12: FLOAT, 0x1A: INT64}
+
+
+def _example_features_fast(data) -> dict:
+    """The layout TF's serializers produce, walked without generators: every tag a single
+    byte, lists packed. Anything else raises _Unusual."""
+    out = {}
+    end = len(data)
+    pos = 0
+    while pos < end:
+        if data[pos] != _TAG_1_LEN:
+            raise _Unusual
+        n, pos = _length(data, pos + 1, end)
+        features_end = pos + n
+        while pos < features_end:
+            if data[pos] != _TAG_1_LEN:
+                raise _Unusual
+            n, pos = _length(data, pos + 1, features_end)
+            entry_end = pos + n
+            key, value = "", (0, [])
+            while pos < entry_end:
+                tag = data[pos]
+                n, pos = _length(data, pos + 1, entry_end)
+                if tag == _TAG_1_LEN:
+                    key = data[pos:pos + n].decode("utf-8", "replace")
+                elif tag == _TAG_2_LEN:
+                    value = _feature_fast(data, pos, pos + n)
+                else:
+                    raise _Unusual
+                pos += n
+            out[key] = value
+    return out
+
+
+def _feature_fast(data, pos, end):
+    if pos == end:
+        return 0, []
+    kind = _KIND_OF_TAG.get(data[pos])
+    if kind is None:
+        raise _Unusual
+    n, pos = _length(data, pos + 1, end)
+    list_end = pos + n
+    if pos + n != end:
+        raise _Unusual
+    if kind == BYTES:
+        values = []
+        while pos < list_end:
+            if data[pos] != _TAG_1_LEN:
+                raise _Unusual
+            n, pos = _length(data, pos + 1, list_end)
+            values.append(data[pos:pos + n])
+            pos += n
+        return BYTES, values
+    if pos == list_end:
+        return kind, np.zeros(0, np.float32) if kind == FLOAT else []
+    if data[pos] != _TAG_1_LEN:
+        raise _Unusual  # unpacked repeated values
+    n, pos = _length(data, pos + 1, list_end)
+    if pos + n != list_end:
+        raise _Unusual
+    if kind == FLOAT:
+        if n % 4:
+            raise DecodeError("packed floats' length is not a multiple of 4")
+        return FLOAT, np.frombuffer(data, "<f4", n // 4, pos)
+    return INT64, _varints(data, pos, list_end)

@@ -18,6 +18,13 @@ def _record_bytes(v):
     return v.encode() if isinstance(v, str) else bytes(v)
 
 
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _values(key, dtype, kind, values, want, variable, index):
     expected = _KIND_OF[dtype.name]
     if kind not in (0, expected):
@@ -25,8 +32,12 @@ def _values(key, dtype, kind, values, want, variable, index):
             None, None, f"Name: <unknown>, Feature: {key} (data type: {_KIND_NAME[expected]}) "
             f"is required but has data type {_KIND_NAME[kind]} (example {index}): "
             "Data types don't match.")
-    arr = np.asarray(values, dtype=object if dtype.name == "string" else dtype.as_numpy_dtype)
-    size = int(np.prod(want))
+    if dtype.name == "string":
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = [bytes(v) for v in values]
+    else:
+        arr = np.asarray(values, dtype=dtype.as_numpy_dtype)
+    size = _size(want)
     if variable:
         if arr.size % max(size, 1):
             raise errors.InvalidArgumentError(
@@ -60,13 +71,16 @@ def _parse(attrs, serialized, defaults, single):
                 if variable[i]:
                     columns[i].append(np.zeros([0] + list(shapes[i]), default.dtype))
                     continue
-                if default.size == 0 and int(np.prod(shapes[i])) != 0:
+                if default.size == 0 and _size(shapes[i]) != 0:
                     raise errors.InvalidArgumentError(
                         None, None, f"Feature: {key} (data type: {types[i].name}) is required but "
                         "could not be found.")
                 columns[i].append(default.reshape(shapes[i]))
                 continue
             columns[i].append(_values(key, types[i], *found, shapes[i], variable[i], index))
+    if single and not any(variable):
+        out = [col[0] for col in columns]
+        return tuple(out) if len(out) != 1 else out[0]
     out = []
     for i, col in enumerate(columns):
         if variable[i]:
@@ -99,6 +113,13 @@ def parse_single_example(attrs, serialized, *defaults):
 def decode_raw(attrs, data):
     dtype = np.dtype(attrs["out_type"].as_numpy_dtype)
     dtype = dtype.newbyteorder("<" if attrs.get("little_endian", True) else ">")
+    if np.ndim(data) == 0:  # one string: no joining
+        b = _record_bytes(data.item() if isinstance(data, np.ndarray) else data)
+        if len(b) % dtype.itemsize:
+            raise errors.InvalidArgumentError(
+                None, None, f"Input to DecodeRaw has length {len(b)} that is not a multiple of "
+                f"{dtype.itemsize}, the size of {attrs['out_type'].name}")
+        return np.frombuffer(b, dtype=dtype).astype(dtype.newbyteorder("="), copy=False)
     flat = [_record_bytes(v) for v in np.asarray(data, dtype=object).reshape(-1)]
     size = len(flat[0]) if flat else 0
     for i, b in enumerate(flat):

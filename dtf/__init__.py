@@ -96,3 +96,4 @@ from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
 from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
 from dtf.io.parsing_ops import *  # noqa: F401,F403,E402
+from dtf.ops.reader_ops import *  # noqa: F401,F403,E402

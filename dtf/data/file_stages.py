@@ -15,7 +15,7 @@ def _names(value):
             for v in np.asarray(value, dtype=object).reshape(-1)]
 
 
-def _open(path, compression):
+def open_file(path, compression):
     try:
         return open_records(path, compression)
     except FileNotFoundError:
@@ -37,7 +37,7 @@ class _FileStage:
 
     def __iter__(self):
         for path in self.names:
-            f = _open(path, self.compression)
+            f = open_file(path, self.compression)
             try:
                 for record in self._records(f, path):
                     yield (_scalar(record),)
@@ -45,13 +45,11 @@ class _FileStage:
                 f.close()
 
 
-@stage("tfrecord")
-class TFRecords(_FileStage):
-    def _records(self, f, path):
-        try:
-            yield from iter_records(f)
-        except errors.DataLossError as e:
-            raise errors.DataLossError(None, None, f"{path}: {e.message}") from None
+def tfrecord_records(f, path):
+    try:
+        yield from iter_records(f)
+    except errors.DataLossError as e:
+        raise errors.DataLossError(None, None, f"{path}: {e.message}") from None
 
 
 def _chunks(f, size=1 << 16):
@@ -62,17 +60,34 @@ def _chunks(f, size=1 << 16):
         yield chunk
 
 
+def text_lines(f):
+    rest = b""
+    for chunk in _chunks(f):
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield line[:-1] if line.endswith(b"\r") else line
+    if rest:
+        yield rest[:-1] if rest.endswith(b"\r") else rest
+
+
+def fixed_length_records(f, record, header, footer):
+    data = b"".join(_chunks(f, 1 << 20))
+    body = data[header:len(data) - footer]
+    for start in range(0, len(body) - record + 1, record):
+        yield body[start:start + record]
+
+
+@stage("tfrecord")
+class TFRecords(_FileStage):
+    def _records(self, f, path):
+        return tfrecord_records(f, path)
+
+
 @stage("text_line")
 class TextLines(_FileStage):
     def _records(self, f, path):
-        rest = b""
-        for chunk in _chunks(f):
-            lines = (rest + chunk).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                yield line[:-1] if line.endswith(b"\r") else line
-        if rest:
-            yield rest[:-1] if rest.endswith(b"\r") else rest
+        return text_lines(f)
 
 
 @stage("fixed_length")
@@ -85,10 +100,7 @@ class FixedLengthRecords(_FileStage):
             raise errors.InvalidArgumentError(None, None, f"record_bytes must be > 0, got {self.record}")
 
     def _records(self, f, path):
-        data = b"".join(_chunks(f, 1 << 20))
-        body = data[self.header:len(data) - self.footer]
-        for start in range(0, len(body) - self.record + 1, self.record):
-            yield body[start:start + self.record]
+        return fixed_length_records(f, self.record, self.header, self.footer)
 
 
 @stage("nonempty_files")

@@ -17,3 +17,5 @@ from dtf.train.moving_averages import *  # noqa: F401,F403
 from dtf.train.more_optimizers import *  # noqa: F401,F403
 from dtf.train.checkpoint_utils import *  # noqa: F401,F403
 from dtf.io.example_pb import *  # noqa: F401,F403
+from dtf.train.queue_runner import *  # noqa: F401,F403
+from dtf.train.input import *  # noqa: F401,F403

@@ -35,7 +35,7 @@ HOST_ONLY = {
     "SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename", "SelectUninitialized",
     "ScalarSummary", "HistogramSummary", "MergeSummary",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
-    "QueueCloseV2", "QueueSizeV2",
+    "QueueCloseV2", "QueueSizeV2", "RandomShuffleQueueV2", "QueueDequeueUpToV2",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
     "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",

@@ -16,4 +16,5 @@ from . import nn  # noqa: F401
 from . import summary  # noqa: F401
 from . import data_flow  # noqa: F401
 from . import dataset  # noqa: F401
+from . import readers  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

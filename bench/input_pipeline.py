@@ -6,6 +6,9 @@
 - ``w8.tfrecord_records_s``: TFRecord file of 28x28 uint8 images as Examples ->
   parse_single_example -> decode_raw -> reshape/cast (map, 2 parallel calls) -> shuffle
   10,000 -> batch 128 -> prefetch; records per second.
+- ``w8.queue_records_s``: the same records the TF1 classic way: string_input_producer ->
+  TFRecordReader -> parse_single_example -> decode_raw -> shuffle_batch (capacity 10,000,
+  2 threads) under QueueRunners; records per second.
 """
 from __future__ import annotations
 
@@ -61,14 +64,31 @@ def setup_input_pipeline(tf, env):
         records = (tf.data.TFRecordDataset(path).map(parse, num_parallel_calls=2)
                    .shuffle(10_000, seed=1).batch(BATCH).repeat().prefetch(2))
         rec_next = tf.data.make_one_shot_iterator(records).get_next()
+    q = tf.Graph()
+    with q.as_default():
+        files = tf.train.string_input_producer([path])
+        _, record = tf.TFRecordReader().read(files)
+        image, label = parse(record)
+        queue_next = tf.train.shuffle_batch([image, label], BATCH, capacity=10_000,
+                                            min_after_dequeue=5_000, num_threads=2, seed=1)
     sess = env.session(g)
+    qsess = env.session(q)
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(qsess, coord)
+
+    def stop():
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+    env.on_close(stop)
     for _ in range(5):
         sess.run(map_next)
         sess.run(rec_next)
+        qsess.run(queue_next)
 
     def measure(quick):
         n = 40 if quick else 120
         return {"w8.map_batch_el_s": _rate(sess, map_next, n),
-                "w8.tfrecord_records_s": _rate(sess, rec_next, n)}
+                "w8.tfrecord_records_s": _rate(sess, rec_next, n),
+                "w8.queue_records_s": _rate(qsess, queue_next, n)}
 
     return measure

@@ -73,6 +73,8 @@ METRICS = [
            ("x_tf", 1.0)),
     Metric("w8.tfrecord_records_s", "W8", "TFRecord->parse->decode_raw->shuffle->batch: records/s",
            "rec/s", True, ("x_tf", 1.0)),
+    Metric("w8.queue_records_s", "W8", "the same with queue runners + shuffle_batch: records/s",
+           "rec/s", True, ("x_tf", 1.0)),
 ]
 
 RAW = [

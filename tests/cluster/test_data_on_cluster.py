@@ -65,3 +65,39 @@ def test_generator_on_a_remote_worker_is_a_clear_error(make_cluster):
         with tf.Session(cl.target("worker", 0), graph=g) as sess:
             with pytest.raises(tf.errors.OpError, match="only in the process"):
                 sess.run(nxt)
+
+
+@pytest.mark.parametrize("mode", ["data", "queues"])
+def test_tfrecord_digits_example_each_worker_reads_its_shards(tmp_path, mode):
+    import os
+    import subprocess
+    import sys
+
+    from dtf.train.server import free_port
+    from tests.cluster.conftest import REPO
+
+    ps, w0, w1 = (f"127.0.0.1:{free_port()}" for _ in range(3))
+    script = os.path.join(REPO, "examples", "tfrecord_digits.py")
+    common = [sys.executable, script, f"--ps_hosts={ps}", f"--worker_hosts={w0},{w1}",
+              f"--data_dir={tmp_path / 'shards'}", f"--input={mode}", "--num_epochs=2"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("TF_CONFIG", None)
+    procs = [subprocess.Popen(common + ["--job_name=ps"], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)]
+    try:
+        workers = [subprocess.Popen(common + ["--job_name=worker", f"--task_index={i}"], cwd=REPO,
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True) for i in (0, 1)]
+        procs += workers
+        outs = [w.communicate(timeout=240)[0] for w in workers]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+    for i, (w, out) in enumerate(zip(workers, outs)):
+        assert w.returncode == 0, out
+    # 1,437 training digits in 4 shards of 360, 359, 359, 359: worker 0 reads shards 0 and
+    # 2, worker 1 shards 1 and 3, each twice.
+    assert f"worker 0 ({mode}) read {2 * 719} examples" in outs[0], outs[0]
+    assert f"worker 1 ({mode}) read {2 * 718} examples" in outs[1], outs[1]

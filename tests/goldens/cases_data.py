@@ -148,3 +148,58 @@ def initializable_with_fed_placeholder(tf):
         sess.run(it.initializer, {x: second})
         return {"a": a, "b": _flat(_drain(sess, nxt))}
     return run
+
+
+def _examples(tf):
+    rng = np.random.RandomState(5)
+    out = []
+    for i in range(4):
+        out.append(tf.train.Example(features=tf.train.Features(feature={
+            "f": tf.train.Feature(float_list=tf.train.FloatList(value=rng.randn(3).astype(np.float32).tolist())),
+            "i": tf.train.Feature(int64_list=tf.train.Int64List(value=[i, -i, 2 ** 40 + i])),
+            "raw": tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[rng.randint(0, 255, 8).astype(np.uint8).tobytes()])),
+            "seq": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5] * i)),
+        })).SerializeToString())
+    return out
+
+
+@case
+def parse_example_and_decode_raw(tf):
+    records = _examples(tf)
+    s = tf.placeholder(tf.string, [None])
+    parsed = tf.parse_example(s, {
+        "f": tf.FixedLenFeature([3], tf.float32), "i": tf.FixedLenFeature([3], tf.int64),
+        "raw": tf.FixedLenFeature([], tf.string),
+        "absent": tf.FixedLenFeature([2], tf.int64, default_value=[7, 8]),
+        "seq": tf.FixedLenSequenceFeature([], tf.float32, allow_missing=True, default_value=-1.0)})
+    one = tf.parse_single_example(s[1], {"i": tf.FixedLenFeature([3], tf.int64)})
+    return {"f": parsed["f"], "i": parsed["i"], "absent": parsed["absent"], "seq": parsed["seq"],
+            "raw_u8": tf.decode_raw(parsed["raw"], tf.uint8),
+            "raw_i16": tf.decode_raw(parsed["raw"], tf.int16),
+            "raw_be": tf.decode_raw(parsed["raw"], tf.int32, little_endian=False),
+            "one_i": one["i"]}, {s: records}
+
+
+@case
+def tfrecord_dataset_of_tf_written_file(tf):
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                        "tf_examples.tfrecord")
+
+    def parse(r):
+        f = tf.parse_single_example(r, {"image": tf.FixedLenFeature([], tf.string),
+                                        "label": tf.FixedLenFeature([], tf.int64),
+                                        "name": tf.FixedLenFeature([], tf.string)})
+        return tf.reshape(tf.decode_raw(f["image"], tf.uint8), [4, 4]), f["label"], f["name"]
+    ds = tf.data.TFRecordDataset(path).map(parse).batch(4)
+    gz = tf.data.TFRecordDataset(path + ".gz", compression_type="GZIP").map(parse).batch(6)
+    nxt = tf.data.make_one_shot_iterator(ds).get_next()
+    gz_next = tf.data.make_one_shot_iterator(gz).get_next()
+
+    def run(sess):
+        got = _drain(sess, nxt)
+        g = sess.run(gz_next)
+        return {"images": np.concatenate([b[0] for b in got]), "labels": _flat([b[1] for b in got]),
+                "names": np.concatenate([b[2] for b in got]), "gz_labels": g[1]}
+    return run

@@ -18,10 +18,8 @@ import glob
 import os
 import sys
 
-import numpy as np
-
 import dtf as tf
-from between_graph_async import resolve_task
+import between_graph_async
 from mlp_digits import load_digits
 
 NUM_SHARDS = 4
@@ -105,20 +103,7 @@ def train(flags, cluster, task_index, master):
 
 
 def main(flags):
-    cluster, job_name, task_index, master = resolve_task(flags)
-    if job_name == "ps":
-        if master is not None:
-            print("ps task: served by the running cluster; nothing to do", flush=True)
-            return 0
-        server = tf.train.Server(cluster, job_name="ps", task_index=task_index)
-        print(f"ps {task_index} serving on {server.target}", flush=True)
-        server.join()
-        return 0
-    if master is None:
-        master = tf.train.Server(cluster, job_name="worker", task_index=task_index).target
-    np.random.seed(task_index)
-    train(flags, cluster, task_index, master)
-    return 0
+    return between_graph_async.main(flags, train_fn=train)
 
 
 def parse_flags(argv):

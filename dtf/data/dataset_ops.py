@@ -53,6 +53,19 @@ class Component:
         return iter((self.dtype, self.shape))
 
 
+def element_of(output_types, output_shapes=None):
+    """The element structure (of Components) that output_types and output_shapes describe."""
+    types = nest.map_structure(_dtypes.as_dtype, output_types)
+    if output_shapes is None:
+        shapes = nest.map_structure(lambda _: unknown_shape(), types)
+    else:
+        shapes = nest.map_structure(as_shape, output_shapes) if nest.is_sequence(output_shapes) \
+            else as_shape(output_shapes)
+    nest.assert_same_structure(types, shapes, "output_types and output_shapes")
+    return nest.pack_sequence_as(types, [Component(t, s) for t, s in
+                                         zip(nest.flatten(types), nest.flatten(shapes))])
+
+
 def _most_specific(a: TensorShape, b: TensorShape) -> TensorShape:
     if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
         return unknown_shape()
@@ -187,19 +200,11 @@ class Dataset:
             raise NotImplementedError("Dataset.from_generator(args=...) is not supported by dtf")
         if not callable(generator):
             raise TypeError("`generator` must be callable.")
-        types = nest.map_structure(_dtypes.as_dtype, output_types)
-        if output_shapes is None:
-            shapes = nest.map_structure(lambda _: unknown_shape(), types)
-        else:
-            shapes = nest.map_structure(as_shape, output_shapes) if nest.is_sequence(output_shapes) \
-                else as_shape(output_shapes)
-            nest.assert_same_structure(types, shapes, "output_types and output_shapes")
-        element = nest.pack_sequence_as(types, [Component(t, s) for t, s in
-                                                zip(nest.flatten(types), nest.flatten(shapes))])
+        element = element_of(output_types, output_shapes)
         key = generators.register(generator)
         return Dataset("generator", element, attrs={
-            "key": key, "shapes": [s.as_list() if s.ndims is not None else None
-                                   for s in nest.flatten(shapes)]})
+            "key": key, "shapes": [c.shape.as_list() if c.shape.ndims is not None else None
+                                   for c in nest.flatten(element)]})
 
     @staticmethod
     def list_files(file_pattern, shuffle=None, seed=None):

@@ -13,9 +13,9 @@ from dtf.framework import dtypes as _dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.graph_def import node_def_of
 from dtf.framework.op_registry import NotDifferentiable, register_op, get_op_def
-from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import structure as nest
-from .dataset_ops import Captures, Component, Dataset
+from .dataset_ops import Captures, Dataset, element_of
 
 _SCALAR = TensorShape([])
 
@@ -58,7 +58,7 @@ class Iterator:
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """A reinitializable iterator for datasets of this structure (``make_initializer``)."""
-        element = _element_of(output_types, output_shapes)
+        element = element_of(output_types, output_shapes)
         handle = _ops.make_tensor("IteratorV2", [], {
             "shared_name": shared_name or "", "container": "", **_structure_attrs(element)},
             name="Iterator")
@@ -67,7 +67,7 @@ class Iterator:
     @staticmethod
     def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
         """The iterator named by a ``string_handle()`` value fed into ``string_handle``."""
-        element = _element_of(output_types, output_shapes)
+        element = element_of(output_types, output_shapes)
         handle = _ops.convert_to_tensor(string_handle, dtype=_dtypes.string)
         res = _ops.make_tensor("IteratorFromStringHandleV2", [handle], _structure_attrs(element),
                                name="IteratorFromStringHandleV2")
@@ -109,18 +109,6 @@ class Iterator:
         """A string naming this iterator, to feed a ``from_string_handle`` iterator."""
         return _ops.make_tensor("IteratorToStringHandle", [self._iterator_resource], {},
                                 name=name or "IteratorToStringHandle")
-
-
-def _element_of(output_types, output_shapes):
-    types = nest.map_structure(_dtypes.as_dtype, output_types)
-    if output_shapes is None:
-        shapes = nest.map_structure(lambda _: unknown_shape(), types)
-    else:
-        shapes = nest.map_structure(as_shape, output_shapes) if nest.is_sequence(output_shapes) \
-            else as_shape(output_shapes)
-    nest.assert_same_structure(types, shapes, "output_types and output_shapes")
-    return nest.pack_sequence_as(types, [Component(t, s) for t, s in
-                                         zip(nest.flatten(types), nest.flatten(shapes))])
 
 
 def make_initializable_iterator(dataset, shared_name=None):

@@ -176,12 +176,7 @@ class Map:
 
 
 @stage("filter")
-class Filter:
-    def __init__(self, spec, b):
-        self.input = b.input(spec)
-        self.fn = b.function(spec)
-        self.env = b.env
-
+class Filter(Map):
     def __iter__(self):
         fn, env = self.fn, self.env
         for el in self.input:

@@ -9,25 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dtf.summary.proto import DecodeError, _read_varint
+
 BYTES, FLOAT, INT64 = 1, 2, 3
 _LEN = 2
-
-
-class DecodeError(ValueError):
-    """Malformed Example bytes."""
-
-
-def _read_varint(data, pos):
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise DecodeError("Truncated or overlong varint")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
 
 
 def _skip(wire, data, pos):

@@ -2,7 +2,6 @@
 worker task and reads its own shard; variables stay on the ps."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import dtf as tf

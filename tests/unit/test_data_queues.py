@@ -2,7 +2,6 @@
 shuffle_batch with QueueRunner threads, and their shutdown."""
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np

@@ -111,7 +111,9 @@ class Function:
         self.extra = [captured_values[i] for i in spec["captures"]]
 
     def __call__(self, env, args) -> list:
-        return self.plan.run(env.context(), list(args) + self.extra)
+        # Plan._run, not run: every caller is inside a step, which already set numpy's
+        # error state (pipeline threads set theirs once), saving its cost per element.
+        return self.plan._run(env.context(), list(args) + self.extra, None)
 
 
 def compile_plan(spec: dict):

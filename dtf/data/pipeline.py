@@ -457,6 +457,10 @@ class Prefetch:
             thread.join()
 
     def _fill(self, buf, stop):
+        from dtf.runtime.executor import ignore_float_errors_on_this_thread
+
+        ignore_float_errors_on_this_thread()  # this thread only runs pipeline stages
+
         def put(item):
             while not stop.is_set():
                 try:

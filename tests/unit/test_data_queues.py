@@ -180,3 +180,23 @@ def test_monitored_training_session_runs_queue_runners_until_epochs_end(tmp_path
                 steps += 1
         assert steps == 6
     assert not runner_threads()
+
+
+def test_supervisor_starts_queue_runners_and_stops_them(tmp_path):
+    write_examples(str(tmp_path / "s.tfrecord"), 0, 6)
+    with tf.Graph().as_default():
+        fq = tf.train.string_input_producer([str(tmp_path / "s.tfrecord")], num_epochs=1,
+                                            shuffle=False)
+        _, s = tf.TFRecordReader().read(fq)
+        y = tf.train.batch([tf.parse_single_example(s, {"y": tf.FixedLenFeature([], tf.int64)})["y"]],
+                           3, allow_smaller_final_batch=True)[0]
+        tf.train.get_or_create_global_step()
+        init_local = tf.local_variables_initializer()
+        sv = tf.train.Supervisor(logdir=str(tmp_path / "sv"), local_init_op=init_local,
+                                 save_model_secs=0, save_summaries_secs=0)
+        got = []
+        with sv.managed_session() as sess:
+            while not sv.should_stop():
+                got.extend(sess.run(y).tolist())
+        assert got == list(range(6))
+    assert not runner_threads()

@@ -16,7 +16,8 @@ from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from .common import convert, fmt_shape
 
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "ConditionalAccumulator"]
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
+           "ConditionalAccumulator"]
 
 _SCALAR = TensorShape([])
 
@@ -56,7 +57,8 @@ def _int32_scalar(inputs, attrs):
     return [(_dtypes.int32, _SCALAR)]
 
 
-_HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator", "RandomShuffleQueueV2")
+_HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator", "RandomShuffleQueueV2",
+               "PaddingFIFOQueueV2")
 # op type -> shape function; every one takes the resource handle as input 0.
 _RESOURCE_OPS = {
     "QueueEnqueueV2": _no_outputs,
@@ -177,8 +179,9 @@ class QueueBase:
                         name, "Close")
 
 
-def _queue_attrs(dtypes, shapes, capacity, shared_name):
-    """(dtypes, shapes, attrs) of a queue's handle op, shapes checked as TF does."""
+def _queue_attrs(dtypes, shapes, capacity, shared_name, padded=False):
+    """(dtypes, shapes, attrs) of a queue's handle op, shapes checked as TF does (a
+    padding queue's may leave dimensions unknown, not ranks)."""
     if not isinstance(dtypes, (list, tuple)):
         dtypes = [dtypes]
     dtypes = [_dtypes.as_dtype(d) for d in dtypes]
@@ -193,8 +196,9 @@ def _queue_attrs(dtypes, shapes, capacity, shared_name):
         if len(shapes) != len(dtypes):
             raise ValueError("Queue shapes must have the same length as dtypes")
         for s in shapes:
-            if not s.is_fully_defined():
-                raise ValueError(f"Queue shapes must be fully defined: {fmt_shape(s)}")
+            if not (s.ndims is not None if padded else s.is_fully_defined()):
+                raise ValueError(f"Queue shapes must be {'of known rank' if padded else 'fully defined'}"
+                                 f": {fmt_shape(s)}")
     attrs = {"component_types": dtypes,
              "shapes": [] if all(s.ndims is None for s in shapes) else [_shape_attr(s) for s in shapes],
              "capacity": int(capacity), "container": "", "shared_name": shared_name or ""}
@@ -215,6 +219,21 @@ class RandomShuffleQueue(QueueBase):
         seed1, seed2 = get_seed(seed)
         attrs.update(min_after_dequeue=int(min_after_dequeue), seed=seed1 or 0, seed2=seed2 or 0)
         ref = _ops.make_tensor("RandomShuffleQueueV2", [], attrs, name=name)
+        super().__init__(dtypes, shapes, None, ref)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A FIFOQueue whose ``shapes`` may have None dimensions: ``dequeue_many`` pads each
+    component to the largest in the batch."""
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        if names is not None:
+            raise NotImplementedError("PaddingFIFOQueue(names=...) is not supported")
+        if shapes is None:
+            raise ValueError("PaddingFIFOQueue needs shapes (of known rank)")
+        dtypes, shapes, attrs = _queue_attrs(dtypes, shapes, capacity, shared_name, padded=True)
+        ref = _ops.make_tensor("PaddingFIFOQueueV2", [], attrs, name=name)
         super().__init__(dtypes, shapes, None, ref)
 
 

@@ -115,7 +115,7 @@ def _flatten(tensors):
     return [tensors], lambda out: out[0]
 
 
-def _shapes(tensor_list, shapes, enqueue_many):
+def _shapes(tensor_list, shapes, enqueue_many, dynamic_pad=False):
     if shapes is not None:
         return [as_shape(s) for s in shapes]
     out = []
@@ -123,10 +123,17 @@ def _shapes(tensor_list, shapes, enqueue_many):
         s = t.shape
         if enqueue_many:
             s = TensorShape(s.with_rank_at_least(1).as_list()[1:])
-        if not s.is_fully_defined():
+        if not (s.ndims is not None if dynamic_pad else s.is_fully_defined()):
             raise ValueError(f"All shapes must be fully defined: {[x.shape for x in tensor_list]}")
         out.append(s)
     return out
+
+
+def _fifo(capacity, dtypes, shapes, shared_name, dynamic_pad):
+    from dtf.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue
+
+    cls = PaddingFIFOQueue if dynamic_pad else FIFOQueue
+    return cls(capacity, dtypes, shapes, shared_name=shared_name)
 
 
 def _batch(queue, enqueues, batch_size, enqueue_many, allow_smaller, pack, name, summary):
@@ -136,26 +143,15 @@ def _batch(queue, enqueues, batch_size, enqueue_many, allow_smaller, pack, name,
     return pack(out if isinstance(out, list) else [out])
 
 
-def _check(dynamic_pad=False, keep_input=True):
-    if dynamic_pad:
-        raise NotImplementedError("batch(dynamic_pad=True) needs a PaddingFIFOQueue, which dtf "
-                                  "does not have yet")
-    if keep_input is not True:
-        raise NotImplementedError("keep_input (maybe_batch) is not supported by dtf")
-
-
 def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
           dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """Batches of ``batch_size`` from ``tensors`` (a list or dict), assembled in a FIFOQueue
     by ``num_threads`` QueueRunner threads."""
-    from dtf.ops.data_flow_ops import FIFOQueue
-
-    _check(dynamic_pad)
     tensor_list, pack = _flatten(tensors)
     with _ops.name_scope(name, "batch", tensor_list) as scope:
         tensor_list = [_ops.convert_to_tensor(t) for t in tensor_list]
-        shapes = _shapes(tensor_list, shapes, enqueue_many)
-        q = FIFOQueue(capacity, [t.dtype for t in tensor_list], shapes, shared_name=shared_name)
+        shapes = _shapes(tensor_list, shapes, enqueue_many, dynamic_pad)
+        q = _fifo(capacity, [t.dtype for t in tensor_list], shapes, shared_name, dynamic_pad)
         enq = q.enqueue_many(tensor_list) if enqueue_many else q.enqueue(tensor_list)
         return _batch(q, [enq] * num_threads, batch_size, enqueue_many, allow_smaller_final_batch,
                       pack, scope, f"fraction_of_{capacity}_full")
@@ -164,15 +160,12 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
 def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
                dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """Like batch, with one enqueuing thread per element of ``tensors_list``."""
-    from dtf.ops.data_flow_ops import FIFOQueue
-
-    _check(dynamic_pad)
     flat = [_flatten(t) for t in tensors_list]
     pack = flat[0][1]
     with _ops.name_scope(name, "batch_join", [t for f, _ in flat for t in f]) as scope:
         lists = [[_ops.convert_to_tensor(t) for t in f] for f, _ in flat]
-        shapes = _shapes(lists[0], shapes, enqueue_many)
-        q = FIFOQueue(capacity, [t.dtype for t in lists[0]], shapes, shared_name=shared_name)
+        shapes = _shapes(lists[0], shapes, enqueue_many, dynamic_pad)
+        q = _fifo(capacity, [t.dtype for t in lists[0]], shapes, shared_name, dynamic_pad)
         enqs = [q.enqueue_many(tl) if enqueue_many else q.enqueue(tl) for tl in lists]
         return _batch(q, enqs, batch_size, enqueue_many, allow_smaller_final_batch, pack,
                       scope, f"fraction_of_{capacity}_full")

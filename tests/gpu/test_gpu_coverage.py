@@ -36,11 +36,15 @@ HOST_ONLY = {
     "ScalarSummary", "HistogramSummary", "MergeSummary",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
     "QueueCloseV2", "QueueSizeV2", "RandomShuffleQueueV2", "QueueDequeueUpToV2",
+    "PaddingFIFOQueueV2", "CountUpTo",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
     "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
     "IteratorGetNext", "IteratorToStringHandle",
     "ParseExample", "ParseSingleExample", "DecodeRaw", "MatchingFiles",
+    "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
+    "IdentityReaderV2", "ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
+    "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
 }
 
 

@@ -200,3 +200,25 @@ def test_supervisor_starts_queue_runners_and_stops_them(tmp_path):
                 got.extend(sess.run(y).tolist())
         assert got == list(range(6))
     assert not runner_threads()
+
+
+def test_padding_fifo_queue_and_dynamic_pad():
+    with tf.Graph().as_default():
+        q = tf.PaddingFIFOQueue(10, [tf.int32, tf.string], shapes=[[None], []])
+        n = tf.placeholder(tf.int32, [])
+        enq = q.enqueue([tf.fill([n], n), "s"])
+        xs, _ = q.dequeue_many(3)
+        assert xs.shape.as_list() == [3, None]
+        lengths = tf.train.slice_input_producer([tf.constant([1, 3, 2])], shuffle=False)[0]
+        padded = tf.train.batch([tf.fill([lengths], lengths)], batch_size=3, dynamic_pad=True)[0]
+        with tf.Session() as sess:
+            for k in (2, 0, 1):
+                sess.run(enq, {n: k})
+            assert sess.run(xs).tolist() == [[2, 2], [0, 0], [1, 0]]
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            assert sess.run(padded).tolist() == [[1, 0, 0], [3, 3, 3], [2, 2, 0]]
+            coord.request_stop()
+            coord.join(threads)
+        with pytest.raises(ValueError, match="rank"):
+            tf.PaddingFIFOQueue(2, tf.int32, shapes=[tf.TensorShape(None)])

@@ -121,11 +121,19 @@ class QueueResource(_Resource, _Waitable):
         el = tuple(as_array(v, dt) for v, dt in zip(comps, self.dtypes))
         if self.shapes is not None:
             for i, (v, want) in enumerate(zip(el, self.shapes)):
-                if v.shape != want:
+                if not self._fits(v.shape, want):
                     raise errors.InvalidArgumentError(
                         node.name, None, f"Shape mismatch in tuple component {i}. Expected "
                         f"{list(want)}, got {list(v.shape)}")
         return el
+
+    @staticmethod
+    def _fits(shape, want):
+        return shape == want
+
+    def stack(self, i, values):
+        """Component ``i`` of dequeued elements as one batch."""
+        return np.stack(values)
 
     def enqueue(self, ctx, elements, timeout_ms, node):
         with self.cond:
@@ -211,6 +219,33 @@ class RandomShuffleQueueResource(QueueResource):
 register_kernel("RandomShuffleQueueV2", "CPU")(_resource_kernel(RandomShuffleQueueResource))
 
 
+class PaddingFIFOQueueResource(QueueResource):
+    """A FIFO queue whose components may vary along dimensions given as None; a batch is
+    padded (zeros, empty strings) to its largest element."""
+
+    kind = "PaddingFIFOQueue"
+
+    def __init__(self, attrs, name):
+        super().__init__(attrs, name)
+        self.shapes = [tuple(s) for s in attrs["shapes"]]
+
+    @staticmethod
+    def _fits(shape, want):
+        return len(shape) == len(want) and all(w is None or w == d for d, w in zip(shape, want))
+
+    def stack(self, i, values):
+        longest = tuple(max(dims) for dims in zip(*(v.shape for v in values))) if values[0].ndim else ()
+        out = np.zeros((len(values),) + longest, dtype=values[0].dtype)
+        if out.dtype == object:
+            out.fill(b"")
+        for k, v in enumerate(values):
+            out[(k,) + tuple(slice(0, d) for d in v.shape)] = v
+        return out
+
+
+register_kernel("PaddingFIFOQueueV2", "CPU")(_resource_kernel(PaddingFIFOQueueResource))
+
+
 @register_kernel("QueueEnqueueV2", "CPU", blocking=True)
 def queue_enqueue(node):
     timeout = node.attrs.get("timeout_ms", -1)
@@ -266,10 +301,10 @@ def queue_dequeue_many(node):
         out = []
         for i, dt in enumerate(queue.dtypes):
             if taken:
-                out.append(np.stack([el[i] for el in taken]))
+                out.append(queue.stack(i, [el[i] for el in taken]))
             else:
                 shape = queue.shapes[i] if queue.shapes else ()
-                out.append(np.empty((0,) + tuple(shape), dtype=dt.as_numpy_dtype))
+                out.append(np.empty((0,) + tuple(d or 0 for d in shape), dtype=dt.as_numpy_dtype))
         return _single_or_tuple(out)
 
     return compute

@@ -169,3 +169,37 @@ def test_missing_file_is_not_found():
         nxt = tf.data.TFRecordDataset("/nonexistent/x.tfrecord").make_one_shot_iterator().get_next()
         with tf.Session() as sess, pytest.raises(tf.errors.NotFoundError):
             sess.run(nxt)
+
+
+def _ld(tag, payload):
+    """A length-delimited field (payloads here are under 128 bytes)."""
+    return bytes([tag, len(payload)]) + payload
+
+
+def test_unpacked_and_unusual_encodings_take_the_generic_reader():
+    import struct
+
+    from dtf.io.example_wire import example_features
+
+    floats = _ld(0x12, b"".join(b"\x0d" + struct.pack("<f", v) for v in (1.5, -2.0)))  # unpacked
+    ints = _ld(0x1A, b"\x08\x05\x08" + bytes([0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]))
+    entries = (_ld(0x0A, _ld(0x0A, b"f") + _ld(0x12, floats))
+               + _ld(0x0A, _ld(0x0A, b"i") + _ld(0x12, ints))
+               + _ld(0x0A, _ld(0x0A, b"e") + _ld(0x12, b"")))
+    data = _ld(0x0A, entries) + b"\x10\x07"  # plus an unknown varint field 2
+    feats = example_features(data)
+    np.testing.assert_array_equal(feats["f"][1], np.float32([1.5, -2.0]))
+    assert feats["i"] == (3, [5, -2]) and feats["e"] == (0, [])
+    ex = Example.FromString(data)
+    assert list(ex.features.feature["i"].int64_list.value) == [5, -2]
+    assert list(ex.features.feature["f"].float_list.value) == [1.5, -2.0]
+    with tf.Graph().as_default():
+        out = tf.parse_single_example(tf.constant(data), {
+            "f": tf.FixedLenFeature([2], tf.float32), "i": tf.FixedLenFeature([2], tf.int64)})
+        with tf.Session() as sess:
+            got = sess.run(out)
+    np.testing.assert_array_equal(got["i"], [5, -2])
+    with tf.Graph().as_default():
+        bad = tf.parse_single_example(tf.constant(b"\x0a\x05abc"), {"f": tf.FixedLenFeature([], tf.int64)})
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="parse"):
+            sess.run(bad)

@@ -10,6 +10,7 @@ _NAMES = {
     "FixedLenFeature": "dtf.io.parsing_ops", "VarLenFeature": "dtf.io.parsing_ops",
     "FixedLenSequenceFeature": "dtf.io.parsing_ops",
     "parse_single_example": "dtf.io.parsing_ops", "parse_example": "dtf.io.parsing_ops",
+    "parse_single_sequence_example": "dtf.io.parsing_ops",
     "decode_raw": "dtf.io.parsing_ops", "matching_files": "dtf.io.parsing_ops",
 }
 

@@ -16,7 +16,8 @@ from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "decode_raw",
-           "matching_files", "parse_example", "parse_single_example"]
+           "matching_files", "parse_example", "parse_single_example",
+           "parse_single_sequence_example"]
 
 _PARSEABLE = (_dtypes.float32, _dtypes.int64, _dtypes.string)
 
@@ -47,6 +48,13 @@ def _parse_infer(inputs, attrs):
             for dt, shape, var in zip(attrs["Tdense"], attrs["dense_shapes"], attrs["variable"])]
 
 
+@register_op("ParseSingleSequenceExample")
+def _parse_sequence_infer(inputs, attrs):
+    context = [(dt, TensorShape(shape)) for dt, shape in zip(attrs["Tcontext"], attrs["context_shapes"])]
+    return context + [(dt, TensorShape([None] + list(shape)))
+                      for dt, shape in zip(attrs["Tsequence"], attrs["sequence_shapes"])]
+
+
 register_op("ParseExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": False}))
 register_op("ParseSingleExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": True}))
 
@@ -59,7 +67,8 @@ def _decode_raw_infer(inputs, attrs):
 
 
 register_op("MatchingFiles")(lambda inputs, attrs: [(_dtypes.string, TensorShape([None]))])
-for _op in ("ParseExample", "ParseSingleExample", "DecodeRaw", "MatchingFiles"):
+for _op in ("ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
+            "MatchingFiles"):
     NotDifferentiable(_op)
 
 
@@ -121,6 +130,40 @@ def parse_example(serialized, features, name=None, example_names=None):
 def parse_single_example(serialized, features, name=None, example_names=None):
     """Parses one serialized Example (a scalar string) into a dict of tensors."""
     return _parse("ParseSingleExample", serialized, features, name, "ParseSingleExample")
+
+
+def parse_single_sequence_example(serialized, context_features=None, sequence_features=None,
+                                  example_name=None, name=None):
+    """Parses one serialized SequenceExample: (context dict, sequence dict). Context
+    features are FixedLenFeatures; sequence features FixedLenSequenceFeatures, each parsed
+    to [steps] + shape."""
+    context_features = dict(context_features or {})
+    sequence_features = dict(sequence_features or {})
+    if not context_features and not sequence_features:
+        raise ValueError("Missing features.")
+    with _ops.name_scope(name, "ParseSingleSequenceExample", [serialized]):
+        serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
+        ckeys, ctypes, cshapes, _, cdefaults = (_dense_specs(context_features) if context_features
+                                                else ([], [], [], [], []))
+        skeys, stypes, sshapes, allow = [], [], [], []
+        for key in sorted(sequence_features):
+            f = sequence_features[key]
+            if not isinstance(f, FixedLenSequenceFeature):
+                raise NotImplementedError(f"sequence feature {key!r}: dtf parses "
+                                          "FixedLenSequenceFeature only")
+            dtype = _dtypes.as_dtype(f.dtype)
+            if dtype not in _PARSEABLE:
+                raise ValueError(f"Feature {key!r}: dtype {dtype.name} is not one of float32, int64, string")
+            skeys.append(key)
+            stypes.append(dtype)
+            sshapes.append(as_shape(f.shape).as_list())
+            allow.append(bool(f.allow_missing))
+        op = _ops.make_op("ParseSingleSequenceExample", [serialized] + cdefaults, {
+            "context_keys": ckeys, "Tcontext": ctypes, "context_shapes": cshapes,
+            "sequence_keys": skeys, "Tsequence": stypes, "sequence_shapes": sshapes,
+            "sequence_allow_missing": allow}, name="ParseSingleSequenceExample")
+    outs = list(op.outputs)
+    return dict(zip(ckeys, outs[:len(ckeys)])), dict(zip(skeys, outs[len(ckeys):]))
 
 
 def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002

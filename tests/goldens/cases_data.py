@@ -203,3 +203,27 @@ def tfrecord_dataset_of_tf_written_file(tf):
         return {"images": np.concatenate([b[0] for b in got]), "labels": _flat([b[1] for b in got]),
                 "names": np.concatenate([b[2] for b in got]), "gz_labels": g[1]}
     return run
+
+
+@case
+def parse_single_sequence_example(tf):
+    rng = np.random.RandomState(9)
+    ex = tf.train.SequenceExample()
+    ex.context.feature["length"].int64_list.value.append(3)
+    ex.context.feature["tag"].bytes_list.value.append(b"abc")
+    tokens = ex.feature_lists.feature_list["tokens"]
+    vectors = ex.feature_lists.feature_list["vectors"]
+    for t in range(3):
+        tokens.feature.add().int64_list.value.append(10 + t)
+        vectors.feature.add().float_list.value.extend(rng.randn(2).astype(np.float32).tolist())
+    s = tf.placeholder(tf.string, [])
+    context, sequence = tf.parse_single_sequence_example(
+        s, context_features={"length": tf.FixedLenFeature([], tf.int64),
+                             "tag": tf.FixedLenFeature([], tf.string),
+                             "other": tf.FixedLenFeature([2], tf.float32, default_value=[1.0, 2.0])},
+        sequence_features={"tokens": tf.FixedLenSequenceFeature([], tf.int64),
+                           "vectors": tf.FixedLenSequenceFeature([2], tf.float32),
+                           "absent": tf.FixedLenSequenceFeature([3], tf.int64, allow_missing=True)})
+    return {"length": context["length"], "tag": context["tag"], "other": context["other"],
+            "tokens": sequence["tokens"], "vectors": sequence["vectors"],
+            "absent": sequence["absent"]}, {s: ex.SerializeToString()}

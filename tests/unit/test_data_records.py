@@ -203,3 +203,16 @@ def test_unpacked_and_unusual_encodings_take_the_generic_reader():
         bad = tf.parse_single_example(tf.constant(b"\x0a\x05abc"), {"f": tf.FixedLenFeature([], tf.int64)})
         with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="parse"):
             sess.run(bad)
+
+
+def test_sequence_example_required_feature_list():
+    from dtf.io.example_pb import SequenceExample
+
+    ex = SequenceExample()
+    ex.context.feature["n"].int64_list.value.append(1)
+    with tf.Graph().as_default():
+        _, seq = tf.parse_single_sequence_example(
+            tf.constant(ex.SerializeToString()),
+            sequence_features={"x": tf.FixedLenSequenceFeature([], tf.float32)})
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="Feature list 'x'"):
+            sess.run(seq)

@@ -109,6 +109,55 @@ def parse_single_example(attrs, serialized, *defaults):
     return _parse(attrs, serialized, defaults, single=True)
 
 
+def _list_values(feature):
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return 0, []
+    return {"bytes_list": BYTES, "float_list": FLOAT, "int64_list": INT64}[kind], \
+        list(getattr(feature, kind).value)
+
+
+@reference("ParseSingleSequenceExample")
+def parse_single_sequence_example(attrs, serialized, *context_defaults):
+    from dtf.io.example_pb import SequenceExample
+    from dtf.summary.proto import DecodeError as ProtoDecodeError
+
+    record = _record_bytes(serialized.item() if isinstance(serialized, np.ndarray) else serialized)
+    try:
+        ex = SequenceExample.FromString(record)
+    except ProtoDecodeError as e:
+        raise errors.InvalidArgumentError(None, None, f"Could not parse example input: {e}") from None
+    out = []
+    context = ex.context.feature
+    for key, dtype, shape, default in zip(attrs["context_keys"], attrs["Tcontext"],
+                                          attrs["context_shapes"], context_defaults):
+        if key not in context:
+            default = np.asarray(default)
+            if default.size == 0 and _size(shape) != 0:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Feature: {key} (data type: {dtype.name}) is required but could "
+                    "not be found.")
+            out.append(default.reshape(shape))
+            continue
+        out.append(_values(key, dtype, *_list_values(context[key]), shape, False, 0))
+    lists = ex.feature_lists.feature_list
+    for key, dtype, shape, allow in zip(attrs["sequence_keys"], attrs["Tsequence"],
+                                        attrs["sequence_shapes"], attrs["sequence_allow_missing"]):
+        empty = np.zeros([0] + list(shape), object if dtype.name == "string" else dtype.as_numpy_dtype)
+        if key not in lists:
+            if not allow:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Name: <unknown>, Feature list '{key}' is required but could not "
+                    "be found.  Did you mean to include it in feature_list_dense_missing_assumed_empty "
+                    "or feature_list_dense_defaults?")
+            out.append(empty)
+            continue
+        steps = [_values(key, dtype, *_list_values(f), shape, False, t)
+                 for t, f in enumerate(lists[key].feature)]
+        out.append(np.stack(steps) if steps else empty)
+    return tuple(out) if len(out) != 1 else out[0]
+
+
 @reference("DecodeRaw")
 def decode_raw(attrs, data):
     dtype = np.dtype(attrs["out_type"].as_numpy_dtype)

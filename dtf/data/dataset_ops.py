@@ -335,11 +335,10 @@ class Dataset:
                        tensors={"buffer_size": _int64(buffer_size, "buffer_size")})
 
     def cache(self, filename=""):
-        """Keeps the elements of the first pass in memory and replays them afterwards."""
-        if not (isinstance(filename, str) and filename == ""):
-            raise NotImplementedError("Dataset.cache(filename=...): dtf caches in memory only; "
-                                      "pass no filename")
-        return Dataset("cache", self._element, inputs=(self,))
+        """Replays the elements of the first complete pass: from memory, or from the file
+        ``filename`` (which later iterators and runs read instead of the input)."""
+        return Dataset("cache", self._element, inputs=(self,), tensors={
+            "filename": _ops.convert_to_tensor(filename, dtype=_dtypes.string, name="filename")})
 
     def shard(self, num_shards, index):
         """Every ``num_shards``-th element, starting at ``index``."""

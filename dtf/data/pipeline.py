@@ -408,6 +408,13 @@ class Cache:
     def __init__(self, spec, b):
         self.input = b.input(spec)
         self.cached = None
+        filename = b.value(spec, "filename")
+        filename = filename.item() if isinstance(filename, np.ndarray) else filename
+        filename = filename.decode() if isinstance(filename, bytes) else str(filename)
+        if filename:
+            from .file_cache import FileCache
+
+            self.input = FileCache(self.input, filename)
 
     def __iter__(self):
         if self.cached is not None:

@@ -2,6 +2,8 @@
 iterators in a local session."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -143,8 +145,29 @@ def test_repeat_take_skip_shard_enumerate_cache_prefetch():
     assert ints(collect(lambda: Dataset.range(4).cache().repeat(2))) == [0, 1, 2, 3] * 2
     assert ints(collect(lambda: Dataset.range(100).map(lambda x: x + 1)
                         .prefetch(tf.data.experimental.AUTOTUNE))) == list(range(1, 101))
-    with tf.Graph().as_default(), pytest.raises(NotImplementedError, match="filename"):
-        Dataset.range(3).cache("/tmp/somewhere")
+
+
+def test_file_cache_is_read_by_later_iterators(tmp_path):
+    path = str(tmp_path / "c")
+    calls = []
+
+    def gen():
+        calls.append(1)
+        yield from [(b"a", [1.5, 2.0]), (b"bc", [3.0, 4.0])]
+
+    def make():
+        return Dataset.from_generator(gen, (tf.string, tf.float32), ([], [2])).cache(path)
+    first = collect(make)
+    partial = collect(lambda: make().take(1))  # reads the complete cache, not the generator
+    second = collect(make)
+    assert len(calls) == 1
+    assert [(s, v.tolist()) for s, v in second] == [(b"a", [1.5, 2.0]), (b"bc", [3.0, 4.0])]
+    assert [(s, v.tolist()) for s, v in first] == [(s, v.tolist()) for s, v in second]
+    assert partial[0][0] == b"a"
+    assert os.listdir(tmp_path) == ["c.dtfcache"]
+    cut = str(tmp_path / "cut")
+    assert ints(collect(lambda: Dataset.range(5).cache(cut).take(2))) == [0, 1]
+    assert sorted(os.listdir(tmp_path)) == ["c.dtfcache"]  # an unfinished pass caches nothing
 
 
 def test_map_with_random_op_and_parallel_calls():

@@ -49,10 +49,41 @@ def resolve_task(flags):
     return cluster, flags.job_name, flags.task_index, None
 
 
+class StartingStep(tf.train.SessionRunHook):
+    """Remembers the global step when the session was created (to explain a worker that
+    had nothing left to do)."""
+
+    def begin(self):
+        self._global_step = tf.train.get_global_step()
+        self.step = None
+
+    def after_create_session(self, session, coord):
+        self.step = int(session.run(self._global_step))
+
+
+def finished_checkpoint(flags):
+    """The global step of the latest checkpoint in --checkpoint_dir when it already reached
+    --last_step (a second run with the same directory has nothing to train), else None."""
+    path = tf.train.latest_checkpoint(flags.checkpoint_dir)
+    if path is None:
+        return None
+    step = int(tf.train.load_variable(path, "global_step"))
+    return step if step >= flags.last_step else None
+
+
 def train(flags, cluster, task_index, master):
-    train_op, loss, global_step = build_model(cluster, task_index)
     is_chief = task_index == 0
-    hooks = [tf.train.StopAtStepHook(last_step=flags.last_step)]
+    # Every worker that can see the directory checks (on one host, all of them): otherwise
+    # the others would train on whatever the ps tasks still hold while the chief declines.
+    done = finished_checkpoint(flags)
+    if done is not None:
+        print(f"worker {task_index}: checkpoint in {flags.checkpoint_dir} is already at step {done} "
+              f">= last step {flags.last_step}; nothing to train: pass --checkpoint_dir or delete it",
+              flush=True)
+        return
+    train_op, loss, global_step = build_model(cluster, task_index)
+    started = StartingStep()
+    hooks = [tf.train.StopAtStepHook(last_step=flags.last_step), started]
     step, loss_value, local_steps = None, None, 0
     with tf.train.MonitoredTrainingSession(
             master=master, is_chief=is_chief, checkpoint_dir=flags.checkpoint_dir,
@@ -63,8 +94,18 @@ def train(flags, cluster, task_index, master):
             local_steps += 1
             if flags.step_delay:
                 time.sleep(flags.step_delay)
-    print(f"worker {task_index} done after {local_steps} local steps: global step {step}, "
-          f"loss {loss_value}", flush=True)
+    if local_steps == 0:
+        step = started.step
+        # The parameter servers keep their variables from one session to the next, as TF's
+        # do: a worker whose session is ready before the chief has re-initialized (or
+        # restored) them reads the global step of an earlier run and stops at once.
+        print(f"worker {task_index} did no step: the global step was already {step} >= last "
+              f"step {flags.last_step} when it started (another worker finished the training, or "
+              "the ps tasks still hold the variables of an earlier run: `dtf down && dtf up` "
+              "starts them afresh)", flush=True)
+    else:
+        print(f"worker {task_index} done after {local_steps} local steps: global step {step}, "
+              f"loss {loss_value}", flush=True)
     if is_chief:
         final = int(tf.train.load_variable(flags.checkpoint_dir, "global_step"))
         print(f"final global step {final}", flush=True)

@@ -38,6 +38,10 @@ class ConfigError(Exception):
         super().__init__(f"Bad cluster config {where}: {message}")
 
 
+class TaskNameError(ValueError):
+    """A task named on the command line (JOB:N) that the cluster does not have."""
+
+
 @dataclass(frozen=True)
 class Task:
     job: str
@@ -107,16 +111,30 @@ class ClusterConfig:
         return [Task(job, i, a) for job in sorted(self.jobs) for i, a in enumerate(self.jobs[job])]
 
     def task(self, spec: str) -> Task:
-        """'worker:1' (or 'worker' when the job has one task) -> its Task."""
+        """'worker:1' (or 'worker' when the job has one task) -> its Task.
+
+        Raises TaskNameError (a mistake in the argument, not in the file) naming the tasks."""
         job, _, index = spec.partition(":")
         if job not in self.jobs:
-            raise ConfigError(self.path, f"no job {job!r} (jobs: {', '.join(sorted(self.jobs))})")
+            raise TaskNameError(f"no job {job!r} in {self.path.name} (tasks: {self.task_names()})")
         if not index and len(self.jobs[job]) == 1:
             index = "0"
         if not index.isdigit() or int(index) >= len(self.jobs[job]):
-            raise ConfigError(self.path, f"no task {spec!r}: job {job!r} has tasks "
-                              f"0..{len(self.jobs[job]) - 1}; name one as {job}:N")
+            raise TaskNameError(f"no task {spec!r} in {self.path.name}: job {job!r} has tasks "
+                                f"0..{len(self.jobs[job]) - 1} "
+                                f"({', '.join(t.name for t in self.tasks() if t.job == job)})")
         return Task(job, int(index), self.jobs[job][int(index)])
+
+    def task_names(self) -> str:
+        return ", ".join(t.name for t in self.tasks())
+
+    def has_address(self, address: str) -> bool:
+        """Whether a task of this cluster serves ``address`` (localhost = 127.0.0.1)."""
+        try:
+            wanted = _normalized(address)
+        except ValueError:
+            return False
+        return any(_normalized(a) == wanted for addresses in self.jobs.values() for a in addresses)
 
     def cluster_dict(self) -> dict:
         """{job: [address, ...]}: what ClusterSpec and TF_CONFIG take."""

@@ -14,7 +14,7 @@ _TIMEOUT_MS = 20000  # a task that stops answering fails hello instead of hangin
 
 
 def hello(config: ConfigOption = None):
-    """Say hello through a cluster and compute the seeds' 238 across two tasks."""
+    """Smoke test: a hello and the classic 238 computed across two tasks."""
     start = time.perf_counter()
     task_a, task_b, servers, where = _cluster(config)
     import dtf as tf

@@ -23,7 +23,8 @@ from dtf.cli.config import is_local_host
 @dataclass
 class Outcome:
     task: object
-    state: str  # "running" (found up), "started", or "failed"
+    state: str  # "running" (found up), "started", "failed", or "stopped" (started, then
+    # stopped again because another task failed: a cluster starts whole or not at all)
     detail: str = ""
     tail: str | None = None  # the end of its log, when it failed after starting
 
@@ -44,13 +45,21 @@ def log_location(config, task) -> str:
     return ssh.log_location(config.ssh_for(task.host), task)
 
 
+def restart_line(task) -> str:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"---- dtf up: task {task.name} restarted at {when}; its previous run's log is above ----\n"
+
+
 class LocalTask:
     """A task process started here; the same interface as ssh.RemoteTask."""
 
     def __init__(self, config, task):
         path = state.log_path(config, task)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as out:
+        with open(path, "ab") as out:  # a restarted task's log keeps how its last run ended
+            if out.tell():
+                out.write(restart_line(task).encode())
+                out.flush()
             self.proc = subprocess.Popen(server_command(config, task), stdin=subprocess.DEVNULL,
                                          stdout=out, stderr=subprocess.STDOUT, cwd=config.path.parent,
                                          env=task_env(config), start_new_session=True)
@@ -63,6 +72,11 @@ class LocalTask:
 
     def stop(self):
         self.proc.terminate()
+        try:
+            self.proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5.0)
 
     def tail(self) -> str:
         return state.tail(self.path)
@@ -102,7 +116,26 @@ def start_cluster(config, timeout_s: float, key_file=None) -> list:
             except ssh.SshError as e:
                 outcomes[task] = Outcome(task, "failed", f"could not start it over ssh: {e}")
     outcomes.update(_wait_until_up(config, started, timeout_s))
+    if any(o.state == "failed" for o in outcomes.values()):
+        _roll_back(config, {t: h for t, h in started.items() if outcomes[t].state == "started"},
+                   outcomes)
     return [outcomes[t] for t in tasks]
+
+
+def _roll_back(config, started: dict, outcomes: dict):
+    """Stops the tasks this call started, so that a failed start leaves no half cluster
+    (tasks that were running before stay)."""
+    for task, handle in started.items():
+        try:
+            handle.stop()
+        except ssh.SshError as e:
+            outcomes[task] = Outcome(task, "failed", f"started, but stopping it again failed ({e}); "
+                                     "`dtf down` will try again")
+            continue
+        state.forget(config, task)
+        outcomes[task] = Outcome(task, "stopped", "stopped again: another task failed")
+    local = [t for t in started if is_local_host(t.host) and outcomes[t].state == "stopped"]
+    probe.ports_free(local, 5.0)
 
 
 def _wait_until_up(config, started: dict, timeout_s: float) -> dict:

@@ -6,10 +6,14 @@ import time
 
 import typer
 
+from rich.markup import escape
+
+from dtf.cli import complete
 from dtf.cli.console import ConfigOption, fail, load_config
 
 
-def logs(task: str = typer.Argument(..., metavar="JOB:N", help="The task, e.g. worker:0."),
+def logs(task: str = typer.Argument(..., metavar="JOB:N", help="The task, e.g. worker:0.",
+                                    autocompletion=complete.task_names),
          follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
          lines: int = typer.Option(0, "--lines", "-n", help="Only the last N lines (0: all)."),
          config: ConfigOption = None):
@@ -20,8 +24,8 @@ def logs(task: str = typer.Argument(..., metavar="JOB:N", help="The task, e.g. w
     cfg = load_config(config)
     try:
         target = cfg.task(task)
-    except config_mod.ConfigError as e:
-        fail(str(e), 2)
+    except config_mod.TaskNameError as e:
+        fail(f"dtf logs {escape(task)}: {escape(str(e))}", 2)
     if not config_mod.is_local_host(target.host):
         _print_remote(cfg, target, follow, lines)
         return
@@ -35,8 +39,6 @@ def logs(task: str = typer.Argument(..., metavar="JOB:N", help="The task, e.g. w
 
 
 def _print_remote(cfg, target, follow: bool, lines: int):
-    from rich.markup import escape
-
     from dtf.cli import ssh
 
     try:

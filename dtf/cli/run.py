@@ -5,25 +5,31 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from typing import List, Optional
 
 import typer
 from rich.text import Text
 
+from dtf.cli import complete
 from dtf.cli.console import ConfigOption, console, fail, load_config
 
 
 def run(script: str = typer.Argument(..., help="The job script (a Python file)."),
         args: Optional[List[str]] = typer.Argument(None, help="Arguments for the script."),
         on: str = typer.Option("worker", "--on", metavar="JOB|JOB:N",
-                               help="Run once per task of JOB, or only on task JOB:N."),
+                               help="Run once per task of JOB, or only on task JOB:N.",
+                               autocompletion=complete.jobs_and_task_names),
         config: ConfigOption = None,
-        timeout: float = typer.Option(30.0, help="Seconds to wait for the cluster to come up.")):
-    """Run a job script once per task of a job (between-graph replication)."""
+        timeout: float = typer.Option(30.0, help="Seconds to wait for the cluster to come up."),
+        keep_going: bool = typer.Option(False, "--keep-going",
+                                        help="When a replica fails, let the others go on.")):
+    """Run a script once per task of a job (between-graph replication)."""
     from dtf.cli import keys, probe
     from dtf.cli.up import bring_up
 
@@ -36,24 +42,26 @@ def run(script: str = typer.Argument(..., help="The job script (a Python file)."
     if len(probe.up_tasks(tasks)) < len(tasks):
         console.print(f"cluster {cfg.path} is not up: starting it (dtf up)")
         bring_up(cfg, timeout, key_file)
-    failed = _run_replicas(cfg, targets, [sys.executable, script, *(args or [])])
+    failed, stopped = _run_replicas(cfg, targets, [sys.executable, script, *(args or [])], keep_going)
     if failed:
-        fail("replica " + ", ".join(f"{name} failed (exit code {code})" for name, code in failed))
+        also = (f"; stopped {', '.join(stopped)} (--keep-going lets the others finish)"
+                if stopped else "")
+        fail("replica " + ", ".join(f"{name} failed (exit code {code})" for name, code in failed) + also)
     console.print(f"{len(targets)} replica(s) of {script} finished")
 
 
 def _targets(cfg, on: str) -> list:
-    from dtf.cli.config import ConfigError
+    from rich.markup import escape
+
+    from dtf.cli.config import TaskNameError
 
     job = on.partition(":")[0]
-    if job not in cfg.jobs:
-        fail(f"--on {on}: no job {job!r} in {cfg.path} (jobs: {', '.join(sorted(cfg.jobs))})", 2)
-    if ":" not in on:
+    if job in cfg.jobs and ":" not in on:
         return [t for t in cfg.tasks() if t.job == job]
     try:
         return [cfg.task(on)]
-    except ConfigError as e:
-        fail(f"--on {on}: {e}", 2)
+    except TaskNameError as e:
+        fail(f"--on {escape(on)}: {escape(str(e))}", 2)
 
 
 def _tf_config(cfg, task) -> str:
@@ -61,8 +69,9 @@ def _tf_config(cfg, task) -> str:
                        "rpc_layer": "grpc"})
 
 
-def _run_replicas(cfg, targets, command) -> list:
-    """Runs one process per target; returns [(name, exit code)] of the failed ones."""
+def _run_replicas(cfg, targets, command, keep_going=False):
+    """Runs one process per target; returns ([(name, exit code)] of the failed ones, [names
+    of the replicas stopped because another failed])."""
     from dtf.cli.live import Collector, Progress
 
     collector = Collector()
@@ -71,22 +80,32 @@ def _run_replicas(cfg, targets, command) -> list:
     try:
         for task in targets:
             env = {**os.environ, **cfg.env, "TF_CONFIG": _tf_config(cfg, task),
-                   "DTF_PROGRESS": collector.endpoint, "PYTHONUNBUFFERED": "1"}
+                   **collector.env(), "PYTHONUNBUFFERED": "1"}
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, env=env)
             procs[task.name] = proc
             threading.Thread(target=_pump, args=(task.name, proc.stdout, lines), daemon=True).start()
         progress = Progress(procs)
         show = _LiveView(progress) if console.is_terminal else _PlainView(progress)
+        supervisor = _Supervisor(procs, lines, collector, progress, show, keep_going)
         with show:
-            codes = _supervise(procs, lines, collector, progress, show)
+            codes = supervisor.run()
     except KeyboardInterrupt:
-        for proc in procs.values():
-            proc.terminate()
+        _stop(procs)
         fail("interrupted; replicas stopped", 130)
+    except BaseException:  # whatever ends this run stops its replicas first: none is orphaned
+        _stop(procs)
+        raise
     finally:
         collector.close()
-    return [(name, code) for name, code in codes.items() if code != 0]
+    failed = [(name, code) for name, code in codes.items() if code != 0 and name not in supervisor.stopped]
+    return failed, sorted(supervisor.stopped)
+
+
+def _stop(procs):
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
 
 
 def _pump(name, stream, lines):
@@ -95,27 +114,77 @@ def _pump(name, stream, lines):
     lines.put((name, None))
 
 
-def _supervise(procs, lines, collector, progress, show) -> dict:
-    """Relays output and progress until every replica exited and its output is drained."""
-    open_streams = set(procs)
-    while open_streams:
-        for message in collector.receive(50):
-            show.lines(progress.update(message))
-        while True:
-            try:
-                name, line = lines.get_nowait()
-            except queue.Empty:
-                break
-            if line is None:
-                open_streams.discard(name)
-                progress.finished(name, procs[name].wait())
-            else:
-                show.output(name, line)
-        show.refresh()
-    for message in collector.receive(100):
-        show.lines(progress.update(message))
-    show.refresh(final=True)
-    return {name: proc.wait() for name, proc in procs.items()}
+class _Supervisor:
+    """Relays output and progress until every replica exited and its output is drained.
+
+    A replica that fails is announced at once (its exit code, exception and last lines);
+    then, unless ``keep_going``, the others are stopped: SIGTERM, SIGKILL after a grace."""
+
+    _GRACE_S = 5.0
+    _TAIL = 12
+
+    def __init__(self, procs, lines, collector, progress, show, keep_going):
+        self.procs, self.lines, self.collector = procs, lines, collector
+        self.progress, self.show, self.keep_going = progress, show, keep_going
+        self.stopped = set()  # replicas stopped because another failed
+        self._recent = {name: deque(maxlen=self._TAIL) for name in procs}
+        self._kill_at = None
+
+    def run(self) -> dict:
+        open_streams = set(self.procs)
+        while open_streams:
+            messages = self.collector.receive(50)
+            for message in messages:
+                self.show.lines(self.progress.update(message))
+            if messages:
+                self.show.reported()
+            while True:
+                try:
+                    name, line = self.lines.get_nowait()
+                except queue.Empty:
+                    break
+                if line is None:
+                    open_streams.discard(name)
+                    self._exited(name, self.procs[name].wait())
+                else:
+                    self._recent[name].append(line)
+                    self.show.output(name, line)
+            if self._kill_at is not None and time.monotonic() > self._kill_at:
+                for name in self.stopped:
+                    if self.procs[name].poll() is None:
+                        self.procs[name].kill()
+            self.show.refresh()
+        for message in self.collector.receive(100):
+            self.show.lines(self.progress.update(message))
+        self.show.refresh(final=True)
+        return {name: proc.wait() for name, proc in self.procs.items()}
+
+    def _exited(self, name, code):
+        self.progress.finished(name, code)
+        if code == 0 or name in self.stopped:
+            return
+        self.show.failure(_failure_text(name, code, list(self._recent[name])))
+        if self.keep_going:
+            return
+        for other, proc in self.procs.items():
+            if other != name and proc.poll() is None and other not in self.stopped:
+                proc.terminate()
+                self.stopped.add(other)
+                self.progress.finished(other, "stopped")
+        if self.stopped and self._kill_at is None:
+            self._kill_at = time.monotonic() + self._GRACE_S
+
+
+def _failure_text(name, code, recent) -> str:
+    """'worker:1 failed (exit code 1): ValueError: boom' and its last lines of output."""
+    exception = next((line.strip() for line in reversed(recent) if _EXCEPTION.match(line.strip())), None)
+    head = f"[{name}] FAILED (exit code {code})" + (f": {exception}" if exception else "")
+    if not recent:
+        return head
+    return head + f"; its last lines:\n" + "\n".join(f"[{name}]   {line}" for line in recent)
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
 class _LiveView:
@@ -141,15 +210,27 @@ class _LiveView:
         for text in texts:
             self._live.console.print(Text(text, style="cyan"))
 
+    def failure(self, text):
+        self._live.console.print(Text(text, style="bold red"))
+
+    def reported(self):
+        pass
+
     def refresh(self, final=False):
-        self._live.update(self._progress.table())
+        self._live.update(self._progress.table(self._live.console.width))
 
 
 class _PlainView:
-    """Plain lines (stdout is a file or a pipe): output, checkpoints, progress every few s."""
+    """Plain lines (stdout is a file or a pipe): output, checkpoints, progress every few s.
+
+    A progress line only follows news: reports that arrived after the replicas' last output
+    line. A replica's own last words ("final global step 1001") are newer than the last
+    report that got through (reports are rate-limited), so no stale "[progress] global
+    step 989" may come after them."""
 
     def __init__(self, progress):
         self._progress = progress
+        self._news = False
 
     def __enter__(self):
         return self
@@ -159,12 +240,22 @@ class _PlainView:
 
     def output(self, name, line):
         print(f"[{name}] {line}", flush=True)
+        self._news = False
 
     def lines(self, texts):
         for text in texts:
             print(text, flush=True)
 
+    def failure(self, text):
+        print(text, flush=True)
+        self._news = False
+
+    def reported(self):
+        self._news = True
+
     def refresh(self, final=False):
+        if not self._news:
+            return
         line = self._progress.plain_line(time.monotonic(), force=final)
         if line:
             print(line, flush=True)

@@ -10,7 +10,7 @@ from dtf.cli.console import ConfigOption, console, fail, load_config
 
 def up(config: ConfigOption = None,
        timeout: float = typer.Option(30.0, help="Seconds to wait for every task to answer.")):
-    """Start the cluster's tasks in the background (those not already running)."""
+    """Start the tasks that are not running, in the background."""
     from dtf.cli import keys
 
     cfg = load_config(config)
@@ -28,7 +28,10 @@ def bring_up(cfg, timeout: float, key_file):
     console.print(f"security: {keys.describe(key_file)}")
     failed = [o for o in outcomes if o.state == "failed"]
     if failed:
-        fail("\n".join(_failure(cfg, o) for o in failed))
+        stopped = [o.task.name for o in outcomes if o.state == "stopped"]
+        undone = (f"\nStopped again the tasks it had started ({', '.join(stopped)}): a cluster "
+                  "starts whole or not at all." if stopped else "")
+        fail("\n".join(_failure(cfg, o) for o in failed) + undone)
     return outcomes
 
 
@@ -49,7 +52,7 @@ def _table(cfg, outcomes) -> Table:
     table = Table(title=f"cluster {cfg.path}", title_justify="left")
     for column in ("task", "address", "state", "pid", "log"):
         table.add_column(column)
-    style = {"running": "green", "started": "bold green", "failed": "bold red"}
+    style = {"running": "green", "started": "bold green", "failed": "bold red", "stopped": "yellow"}
     for o in outcomes:
         record = state.recorded(cfg, o.task) or {}
         label = "already running" if o.state == "running" else o.state

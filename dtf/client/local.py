@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime.executor import ExecState, Executor, StepContext
@@ -31,6 +32,7 @@ class LocalBackend:
         self._logged = set()
         self._uses_gpu: dict = {}
         self._gpu_backend = None
+        self._placed = 0  # the graph's first nodes, up to here, were checked by _check_devices
 
     def _lookup(self, name):
         try:
@@ -48,7 +50,25 @@ class LocalBackend:
                 for n in needed_nodes(self._lookup, fetches, feeds, targets) if n.device)
         return pinned
 
+    def _check_devices(self):
+        """As TF places the whole graph before a step: a node pinned to a job, replica or
+        task other than this process's own fails every run, soft placement or not (that
+        only relaxes the device type)."""
+        nodes = self._graph._nodes_in_order
+        for op in nodes[self._placed:]:
+            if op.device:
+                spec = DeviceSpec.from_string(op.device)
+                if spec.job not in (None, "localhost") or spec.replica not in (None, 0) \
+                        or spec.task not in (None, 0):
+                    raise errors.InvalidArgumentError(
+                        op.name, op, f"Cannot assign a device for operation {op.name}: {{{{node "
+                        f"{op.name}}}}} was explicitly assigned to {op.device} but available devices "
+                        f"are [ {', '.join(d.name for d in self.list_devices())} ]. Make sure the "
+                        "device specification refers to a valid device.")
+            self._placed += 1
+
     def run(self, fetches, feeds, targets, feed_values, options, run_metadata):
+        self._check_devices()
         if self._pins_gpu(fetches, feeds, targets):
             if self._gpu_backend is None:
                 self._gpu_backend = _InProcessTaskBackend(self._graph, self._config, self._state)

@@ -1,8 +1,11 @@
-"""``tf.io``: TFRecord files, Example parsing and raw decoding (names load on first use,
-so that dtf.summary can share the CRC module without importing the ops)."""
+"""tf.io: TF 1.x's I/O namespace: its file API (tf.io.gfile), TFRecord files, Example
+parsing and raw decoding. All but gfile load on first use, so that dtf.summary can share
+the CRC module without importing the ops."""
 from __future__ import annotations
 
 import importlib
+
+from dtf.io import gfile  # noqa: F401
 
 _NAMES = {
     "TFRecordWriter": "dtf.io.records", "tf_record_iterator": "dtf.io.records",
@@ -22,4 +25,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(_NAMES)
+    return sorted(list(_NAMES) + ["gfile"])

@@ -98,6 +98,11 @@ def atomic_write(path: str, chunks):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        _remove_quietly(tmp)
+        if e.filename is None:  # a failed write or fsync (disk full) names no file: this one
+            raise OSError(e.errno, e.strerror, path) from e
+        raise
     except BaseException:
         _remove_quietly(tmp)
         raise
@@ -177,16 +182,37 @@ def read_index(prefix: str) -> dict:
             f"matching files for {prefix}") from None
     except (OSError, ValueError) as e:
         raise errors.DataLossError(None, None, f"Unable to read checkpoint index {path}: {e}") from None
-    if idx.get("format") != FORMAT:
+    if not isinstance(idx, dict) or idx.get("format") != FORMAT:
         raise errors.DataLossError(None, None, f"{path} is not a {FORMAT} checkpoint index")
+    data_files = idx.get("data_files")
+    if not isinstance(data_files, list) or not isinstance(idx.get("tensors"), dict):
+        raise errors.DataLossError(None, None, f"{path}: malformed checkpoint index (data_files, tensors)")
+    for name in data_files:
+        _check_data_file_name(path, prefix, name)
     return idx
+
+
+def _check_data_file_name(index_file: str, prefix: str, name):
+    """A data file an index names must be this checkpoint's own file, beside its index:
+    an index naming ``../x`` or ``/etc/x`` would otherwise have that path read, and deleted
+    when the checkpoint is overwritten or rotated out."""
+    own = os.path.basename(prefix) + ".data-"
+    if (not isinstance(name, str) or not name.startswith(own) or os.path.basename(name) != name
+            or "/" in name or os.sep in name or (os.altsep and os.altsep in name) or "\0" in name):
+        raise errors.DataLossError(
+            None, None, f"{index_file} names data file {name!r}, which is not a file of this "
+            f"checkpoint (expected a name starting {own!r} in the same directory): refused")
 
 
 def read_tensor(prefix: str, index: dict, name: str) -> np.ndarray:
     entry = index["tensors"].get(name)
     if entry is None:
         raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint")
-    path = os.path.join(os.path.dirname(prefix), index["data_files"][entry["shard"]])
+    shard = entry.get("shard") if isinstance(entry, dict) else None
+    if not isinstance(shard, int) or not 0 <= shard < len(index["data_files"]):
+        raise errors.DataLossError(None, None, f"Checkpoint {prefix}: key {name} names shard {shard!r}, "
+                                   f"not one of its {len(index['data_files'])} data files")
+    path = os.path.join(os.path.dirname(prefix), index["data_files"][shard])
     try:
         with open(path, "rb") as f:
             f.seek(entry["offset"])

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 
 def serve(cluster_spec, job_name: str, task_index: int, ready_message=True):
@@ -27,13 +28,38 @@ def serve(cluster_spec, job_name: str, task_index: int, ready_message=True):
     if ready_message:
         print(f"dtf server /job:{job_name}/task:{task_index} listening on "
               f"{server.target[len('grpc://'):]} pid {os.getpid()}", flush=True)
+    _log_to_stderr()
     from dtf.kernels.cpu import jit_loading
 
     jit_loading.preload_for_server()
+    next_summary = time.monotonic() + SUMMARY_EVERY_S
     while not stop.wait(0.5):
-        pass
+        if time.monotonic() >= next_summary:
+            next_summary += SUMMARY_EVERY_S
+            _log_summary(server)
+    _log_summary(server)
     server.stop()
     return 0
+
+
+SUMMARY_EVERY_S = 60.0  # how often the task's log says how many steps it served (if any)
+
+
+def _log_to_stderr():
+    """The task's log (stderr, which `dtf up` sends to its log file): failed steps at
+    warning level, step counts at info, each line with its time."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+
+def _log_summary(server):
+    import logging
+
+    service = server._service
+    line = service.step_log.summary(service.worker.steps_run)
+    if line:
+        logging.getLogger("dtf.server").info("%s", line)
 
 
 def main(argv=None):

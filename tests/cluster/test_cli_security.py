@@ -118,7 +118,7 @@ def test_status_with_other_keys_says_so_and_bad_key_files_are_refused(make_dir):
         security.ClusterKeys.generate().save(key_file)
         r = dtf("status", "--timeout", "1", cwd=d)
         assert r.returncode == 1 and "0/2 tasks up" in r.stdout and "security: encrypted (CURVE" in r.stdout
-        assert r.stdout.count("no answer (wrong cluster keys?)") == 2
+        assert r.stdout.count("wrong cluster keys") == 2
 
         os.chmod(key_file, 0o644)
         for command in ("status", "up"):

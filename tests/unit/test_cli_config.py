@@ -157,9 +157,9 @@ def test_missing_file(tmp_path):
 
 def test_unknown_task(tmp_path):
     cfg = config.load(write(tmp_path, '[jobs]\nworker = ["127.0.0.1:2222", "127.0.0.1:2223"]\n'))
-    with pytest.raises(config.ConfigError, match="tasks 0..1"):
+    with pytest.raises(config.TaskNameError, match="tasks 0..1"):
         cfg.task("worker:5")
-    with pytest.raises(config.ConfigError, match="no job 'ps'"):
+    with pytest.raises(config.TaskNameError, match="no job 'ps'"):
         cfg.task("ps:0")
 
 

@@ -5,6 +5,7 @@ import pytest
 
 import dtf as tf
 from dtf.runtime import checkpoint_io
+from dtf.train.server import free_port
 
 
 def _model():
@@ -136,12 +137,17 @@ def test_sharded_save_writes_one_file_per_device(tmp_path):
     saver = tf.train.Saver(sharded=True)
     shard_ops = [op for op in tf.get_default_graph().get_operations() if op.type == "SaveV2"]
     assert sorted(op.device for op in shard_ops) == ["/job:ps/task:0", "/job:ps/task:1"]
-    with tf.Session() as sess:
+    # A plain local session has no /job:ps (TF refuses the graph), so two ps tasks serve it.
+    cluster = {"ps": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    servers = [tf.train.Server(cluster, job_name="ps", task_index=i) for i in range(2)]
+    with tf.Session(servers[0].target) as sess:
         sess.run(tf.global_variables_initializer())
         path = saver.save(sess, str(tmp_path / "m"), global_step=5)
         sess.run([a.assign([0.0]), b.assign([0.0, 0.0])])
         saver.restore(sess, path)
         assert sess.run(a).tolist() == [1.0] and sess.run(b).tolist() == [2.0, 3.0]
+    for server in servers:
+        server.stop()
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-5.data-00000-of-00002",
                                             "m-5.data-00001-of-00002", "m-5.index"]
 

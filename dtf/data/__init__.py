@@ -3,7 +3,7 @@ is placed on."""
 from __future__ import annotations
 
 from . import experimental  # noqa: F401
-from .dataset_ops import Dataset, DatasetV1  # noqa: F401
+from .dataset_ops import Dataset  # noqa: F401
 from .iterator_ops import Iterator, make_initializable_iterator, make_one_shot_iterator  # noqa: F401
 from .readers import FixedLengthRecordDataset, TFRecordDataset, TextLineDataset  # noqa: F401
 

@@ -404,5 +404,3 @@ def _shape_structure(padded_shapes):
         dims = [None if d is None or d == -1 else int(d) for d in dims]
     return as_shape(dims)
 
-
-DatasetV1 = Dataset

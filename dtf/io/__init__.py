@@ -10,7 +10,7 @@ from dtf.io import gfile  # noqa: F401
 _NAMES = {
     "TFRecordWriter": "dtf.io.records", "tf_record_iterator": "dtf.io.records",
     "TFRecordOptions": "dtf.io.records", "TFRecordCompressionType": "dtf.io.records",
-    "FixedLenFeature": "dtf.io.parsing_ops", "VarLenFeature": "dtf.io.parsing_ops",
+    "FixedLenFeature": "dtf.io.parsing_ops",
     "FixedLenSequenceFeature": "dtf.io.parsing_ops",
     "parse_single_example": "dtf.io.parsing_ops", "parse_example": "dtf.io.parsing_ops",
     "parse_single_sequence_example": "dtf.io.parsing_ops",

@@ -15,7 +15,7 @@ from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "decode_raw",
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "decode_raw",
            "matching_files", "parse_example", "parse_single_example",
            "parse_single_sequence_example"]
 
@@ -35,10 +35,6 @@ class FixedLenSequenceFeature(collections.namedtuple(
 
     def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
         return super().__new__(cls, shape, dtype, allow_missing, default_value)
-
-
-class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
-    """A variable-length feature, parsed into a SparseTensor (which dtf does not have yet)."""
 
 
 def _parse_infer(inputs, attrs):
@@ -78,12 +74,9 @@ def _dense_specs(features):
     keys, types, shapes, variable, defaults = [], [], [], [], []
     for key in sorted(features):
         f = features[key]
-        if isinstance(f, VarLenFeature):
-            raise NotImplementedError(
-                f"VarLenFeature (feature {key!r}) parses into a SparseTensor, which dtf does not "
-                "have yet; use FixedLenFeature or FixedLenSequenceFeature")
         if not isinstance(f, (FixedLenFeature, FixedLenSequenceFeature)):
-            raise ValueError(f"Unsupported feature configuration for {key!r}: {f!r}")
+            raise ValueError(f"Unsupported feature configuration for {key!r}: {f!r} (dtf parses "
+                             "FixedLenFeature and FixedLenSequenceFeature)")
         dtype = _dtypes.as_dtype(f.dtype)
         if dtype not in _PARSEABLE:
             raise ValueError(f"Feature {key!r}: dtype {dtype.name} is not one of float32, int64, string")

@@ -118,8 +118,8 @@ def test_parse_example_batch_defaults_and_errors():
                 sess.run(required, {s: records})
             with pytest.raises(tf.errors.InvalidArgumentError, match="Values size: 3"):
                 sess.run(wrong, {s: records})
-    with tf.Graph().as_default(), pytest.raises(NotImplementedError, match="SparseTensor"):
-        tf.parse_single_example(tf.constant(b""), {"v": tf.VarLenFeature(tf.int64)})
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="FixedLenFeature"):
+        tf.parse_single_example(tf.constant(b""), {"v": ("var_len", tf.int64)})
 
 
 def test_decode_raw_endianness_and_errors():

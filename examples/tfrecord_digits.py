@@ -87,9 +87,12 @@ def train(flags, cluster, task_index, master):
     pattern = write_shards(flags.data_dir)
     num_workers = cluster.num_tasks("worker")
     make_input = input_with_datasets if flags.input == "data" else input_with_queues
+    # The input pipeline stays on this worker, local epoch counter included (under
+    # replica_device_setter every variable would go to the ps, shared by all workers).
+    with tf.device(f"/job:worker/task:{task_index}"):
+        images, labels = make_input(pattern, flags, task_index, num_workers)
     with tf.device(tf.train.replica_device_setter(
             worker_device=f"/job:worker/task:{task_index}", cluster=cluster)):
-        images, labels = make_input(pattern, flags, task_index, num_workers)
         train_op, loss, accuracy, global_step = build_model(images, labels)
         batch_size = tf.shape(labels)[0]
     seen, loss_value, acc = 0, None, None

@@ -194,7 +194,7 @@ def test_generator_from_another_process_is_a_clear_error():
     from dtf.data import generators
 
     with pytest.raises(RuntimeError, match="only in the process"):
-        generators.lookup("1:999")
+        generators.lookup("pyfunc_0@elsewhere")
 
 
 def test_get_next_before_initializer():

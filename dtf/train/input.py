@@ -9,7 +9,8 @@ from dtf.framework.ops import GraphKeys
 from dtf.framework.tensor_shape import TensorShape, as_shape
 from dtf.train.queue_runner import QueueRunner, add_queue_runner
 
-__all__ = ["batch", "batch_join", "input_producer", "limit_epochs", "range_input_producer",
+__all__ = ["batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
+           "range_input_producer",
            "shuffle_batch", "shuffle_batch_join", "slice_input_producer", "string_input_producer"]
 
 
@@ -33,6 +34,17 @@ def limit_epochs(tensor, num_epochs=None, name=None):
             return identity(tensor, name=scope)
 
 
+def match_filenames_once(pattern, name=None):
+    """A local variable holding the files that match ``pattern``, listed when the local
+    variables are initialized."""
+    from dtf.io.parsing_ops import matching_files
+    from dtf.ops.variables import Variable
+
+    with _ops.name_scope(name, "matching_filenames", [pattern]) as scope:
+        return Variable(matching_files(pattern), trainable=False, name=scope.rstrip("/"),
+                        validate_shape=False, collections=[GraphKeys.LOCAL_VARIABLES])
+
+
 def _fraction_summary(name, queue, capacity):
     from dtf.ops.math_ops import cast
     from dtf.summary.ops import scalar
@@ -50,8 +62,8 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
     with _ops.name_scope(name, "input_producer", [input_tensor]):
         input_tensor = _ops.convert_to_tensor(input_tensor, name="input_tensor")
         shape = input_tensor.shape.with_rank_at_least(1)
-        element_shape = TensorShape(shape.as_list()[1:]).merge_with(
-            as_shape(element_shape) if element_shape is not None else TensorShape(shape.as_list()[1:]))
+        rows = TensorShape(None) if shape.ndims is None else TensorShape(shape.as_list()[1:])
+        element_shape = rows if element_shape is None else rows.merge_with(as_shape(element_shape))
         if not element_shape.is_fully_defined():
             raise ValueError("Either `input_tensor` must have a fully defined shape or "
                              "`element_shape` must be specified")
@@ -70,7 +82,7 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
 def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
                           shared_name=None, name=None, cancel_op=None):
     """A queue of the strings (usually file names) in ``string_tensor``, for readers."""
-    if not isinstance(string_tensor, _ops.Tensor) and not len(string_tensor):
+    if isinstance(string_tensor, (list, tuple)) and not string_tensor:
         raise ValueError("string_input_producer requires a non-null input tensor")
     with _ops.name_scope(name, "input_producer", [string_tensor]):
         string_tensor = _ops.convert_to_tensor(string_tensor, dtype=_dtypes.string)

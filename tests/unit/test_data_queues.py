@@ -222,3 +222,26 @@ def test_padding_fifo_queue_and_dynamic_pad():
             coord.join(threads)
         with pytest.raises(ValueError, match="rank"):
             tf.PaddingFIFOQueue(2, tf.int32, shapes=[tf.TensorShape(None)])
+
+
+def test_match_filenames_once_feeds_string_input_producer(tmp_path):
+    for n in ("a", "b"):
+        (tmp_path / f"{n}.txt").write_text(f"{n}1\n{n}2\n")
+    with tf.Graph().as_default():
+        names = tf.train.match_filenames_once(str(tmp_path / "*.txt"))
+        assert names.op.name == "matching_filenames" and names in tf.local_variables()
+        q = tf.train.string_input_producer(names, shuffle=False, num_epochs=1)
+        _, line = tf.TextLineReader().read(q)
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            got = []
+            try:
+                while True:
+                    got.append(sess.run(line))
+            except tf.errors.OutOfRangeError:
+                pass
+            coord.request_stop()
+            coord.join(threads)
+    assert got == [b"a1", b"a2", b"b1", b"b2"]

@@ -41,7 +41,7 @@ def match_filenames_once(pattern, name=None):
     from dtf.ops.variables import Variable
 
     with _ops.name_scope(name, "matching_filenames", [pattern]) as scope:
-        return Variable(matching_files(pattern), trainable=False, name=scope.rstrip("/"),
+        return Variable(matching_files(pattern), trainable=False, name=scope,
                         validate_shape=False, collections=[GraphKeys.LOCAL_VARIABLES])
 
 

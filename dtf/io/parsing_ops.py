@@ -15,7 +15,7 @@ from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "decode_raw",
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "decode_csv", "decode_raw",
            "matching_files", "parse_example", "parse_single_example",
            "parse_single_sequence_example"]
 
@@ -63,8 +63,13 @@ def _decode_raw_infer(inputs, attrs):
 
 
 register_op("MatchingFiles")(lambda inputs, attrs: [(_dtypes.string, TensorShape([None]))])
+@register_op("DecodeCSV")
+def _decode_csv_infer(inputs, attrs):
+    return [(dt, inputs[0].shape) for dt in attrs["OUT_TYPE"]]
+
+
 for _op in ("ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
-            "MatchingFiles"):
+            "MatchingFiles", "DecodeCSV"):
     NotDifferentiable(_op)
 
 
@@ -157,6 +162,38 @@ def parse_single_sequence_example(serialized, context_features=None, sequence_fe
             "sequence_allow_missing": allow}, name="ParseSingleSequenceExample")
     outs = list(op.outputs)
     return dict(zip(ckeys, outs[:len(ckeys)])), dict(zip(skeys, outs[len(ckeys):]))
+
+
+_CSV_TYPES = (_dtypes.float32, _dtypes.float64, _dtypes.int32, _dtypes.int64, _dtypes.string)
+
+
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
+               na_value="", select_cols=None):
+    """Splits each CSV line of ``records`` into one tensor per column; a column's
+    ``record_defaults`` entry gives its type and the value of an empty field (an empty
+    default makes the column required)."""
+    if select_cols is not None:
+        select_cols = [int(c) for c in select_cols]
+        if any(b <= a for a, b in zip(select_cols, select_cols[1:])) or any(c < 0 for c in select_cols):
+            raise ValueError("select_cols is not strictly increasing or has negative indices.")
+        if len(select_cols) != len(record_defaults):
+            raise ValueError("Length of select_cols and record_defaults do not match.")
+    if len(field_delim) != 1:
+        raise ValueError(f"field_delim should be only 1 char, got {field_delim!r}")
+    with _ops.name_scope(name, "DecodeCSV", [records]):
+        records = _ops.convert_to_tensor(records, dtype=_dtypes.string, name="records")
+        defaults = []
+        for i, d in enumerate(record_defaults):
+            t = _ops.convert_to_tensor(d, name=f"record_defaults_{i}")
+            if t.dtype not in _CSV_TYPES:
+                raise TypeError(f"record_defaults[{i}] has type {t.dtype.name}; decode_csv takes "
+                                "float32, float64, int32, int64 or string")
+            defaults.append(t)
+        op = _ops.make_op("DecodeCSV", [records] + defaults, {
+            "OUT_TYPE": [t.dtype for t in defaults], "field_delim": field_delim,
+            "use_quote_delim": bool(use_quote_delim), "na_value": na_value,
+            "select_cols": select_cols or []}, name="DecodeCSV")
+    return list(op.outputs)
 
 
 def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002

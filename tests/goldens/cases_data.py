@@ -227,3 +227,19 @@ def parse_single_sequence_example(tf):
     return {"length": context["length"], "tag": context["tag"], "other": context["other"],
             "tokens": sequence["tokens"], "vectors": sequence["vectors"],
             "absent": sequence["absent"]}, {s: ex.SerializeToString()}
+
+
+@case
+def decode_csv_columns_defaults_and_quotes(tf):
+    lines = tf.constant(['1,2.5,"a,b",7', '3,,plain,', '-4,1e3,"say ""hi""",NA'])
+    a, b, c, d = tf.decode_csv(lines, [[0], [-1.0], [""], tf.constant([9], tf.int64)], na_value="NA")
+    sel = tf.decode_csv(tf.constant(["x;1;y;2.5"]), [[0], [0.0]], field_delim=";", select_cols=[1, 3])
+    ds = tf.data.Dataset.from_tensor_slices(lines).map(
+        lambda line: tf.decode_csv(line, [[0], [0.0], ["?"], [0]], na_value="NA")[0])
+    nxt = tf.data.make_one_shot_iterator(ds).get_next()
+
+    def run(sess):
+        got = sess.run([a, b, c, d] + sel)
+        return {"a": got[0], "b": got[1], "c": got[2], "d": got[3], "s0": got[4], "s1": got[5],
+                "ds": _flat(_drain(sess, nxt))}
+    return run

@@ -216,3 +216,15 @@ def test_sequence_example_required_feature_list():
             sequence_features={"x": tf.FixedLenSequenceFeature([], tf.float32)})
         with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="Feature list 'x'"):
             sess.run(seq)
+
+
+def test_decode_csv_errors():
+    with tf.Graph().as_default():
+        line = tf.placeholder(tf.string, [])
+        cols = tf.decode_csv(line, [[0], tf.constant([], tf.float32)])
+        with tf.Session() as sess:
+            assert [v.item() for v in sess.run(cols, {line: "4,0.5"})] == [4, 0.5]
+            for bad, match in (("1", "Expect 2 fields but have 1"), ("1,", "required but missing"),
+                               ("x,1", "not a valid int")):
+                with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+                    sess.run(cols, {line: bad})

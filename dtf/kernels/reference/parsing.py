@@ -158,6 +158,70 @@ def parse_single_sequence_example(attrs, serialized, *context_defaults):
     return tuple(out) if len(out) != 1 else out[0]
 
 
+def _csv_fields(line, delim, quotes, where):
+    import csv
+
+    try:
+        rows = list(csv.reader([line], delimiter=delim, quoting=csv.QUOTE_MINIMAL if quotes
+                               else csv.QUOTE_NONE, strict=True))
+    except csv.Error as e:
+        raise errors.InvalidArgumentError(None, None, f"Unquoted fields cannot have quotes/CRLFs "
+                                          f"inside ({where}): {e}") from None
+    return rows[0] if rows else [""]
+
+
+def _csv_value(field, dtype, default, col, index):
+    if dtype.name == "string":
+        return field.encode()
+    try:
+        if dtype.is_integer:
+            return int(field)
+        return float(field)
+    except ValueError:
+        kind = "int" if dtype.is_integer else "float"
+        raise errors.InvalidArgumentError(
+            None, None, f"Field {col} in record {index} is not a valid {kind}: {field}") from None
+
+
+@reference("DecodeCSV")
+def decode_csv(attrs, records, *defaults):
+    delim, quotes, na = attrs["field_delim"], attrs["use_quote_delim"], attrs.get("na_value", "")
+    select = attrs.get("select_cols") or None
+    types = attrs["OUT_TYPE"]
+    flat = [r.decode() if isinstance(r, bytes) else str(r)
+            for r in np.asarray(records, dtype=object).reshape(-1)]
+    columns = [[] for _ in types]
+    for index, line in enumerate(flat):
+        fields = _csv_fields(line, delim, quotes, f"record {index}")
+        if select is not None:
+            if len(fields) <= select[-1]:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Expect {select[-1] + 1} fields but have {len(fields)} in record {index}")
+            fields = [fields[c] for c in select]
+        elif len(fields) != len(types):
+            raise errors.InvalidArgumentError(
+                None, None, f"Expect {len(types)} fields but have {len(fields)} in record {index}")
+        for col, (field, dtype, default) in enumerate(zip(fields, types, defaults)):
+            default = np.asarray(default).reshape(-1)
+            if field == "" or field == na:
+                if default.size == 0:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Field {col} is required but missing in record {index}!")
+                columns[col].append(default[0])
+            else:
+                columns[col].append(_csv_value(field, dtype, default, col, index))
+    shape = np.shape(records)
+    out = []
+    for col, dtype in zip(columns, types):
+        arr = np.empty(len(col), dtype=object) if dtype.name == "string" else None
+        if arr is not None:
+            arr[:] = col
+        else:
+            arr = np.asarray(col, dtype=dtype.as_numpy_dtype)
+        out.append(arr.reshape(shape))
+    return tuple(out) if len(out) != 1 else out[0]
+
+
 @reference("DecodeRaw")
 def decode_raw(attrs, data):
     dtype = np.dtype(attrs["out_type"].as_numpy_dtype)

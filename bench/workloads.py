@@ -236,6 +236,8 @@ def setup_transfer_tcp(tf, env):
     return setup_transfer(tf, env, tcp_only=True, sizes=TCP_MIB)
 
 
+from bench.input_pipeline import setup_input_pipeline  # noqa: E402
+
 SETUPS = {
     "W2": setup_cross_task,
     "W3": setup_transfer,
@@ -243,6 +245,7 @@ SETUPS = {
     "W4": setup_fed_mean,
     "W7": setup_local_ops,
     "W7s": setup_local_server_step,
+    "W8": setup_input_pipeline,
 }
 
 

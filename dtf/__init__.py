@@ -89,6 +89,8 @@ _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
 _LAZY_MODULES["sparse"] = "dtf.sparse"
+_LAZY_MODULES["data"] = "dtf.data"
+_LAZY_MODULES["python_io"] = "dtf.io.python_io"
 
 
 def disable_eager_execution():
@@ -133,3 +135,5 @@ from dtf.ops.control_flow_cond import case, cond, switch_case  # noqa: F401,E402
 from dtf.ops.control_flow_while import while_loop  # noqa: F401,E402
 from dtf.ops.tensor_array_ops import TensorArray  # noqa: F401,E402
 from dtf.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401,E402
+from dtf.io.parsing_ops import *  # noqa: F401,F403,E402
+from dtf.ops.reader_ops import *  # noqa: F401,F403,E402

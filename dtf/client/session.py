@@ -231,6 +231,9 @@ class BaseSession:
 
     def close(self):
         if not self._closed:
+            # Queue runners cancel their queues first, so no thread stays blocked in a step.
+            for fn in getattr(self, "_before_close", ()):
+                fn()
             self._closed = True
             self._backend.close()
 

@@ -193,6 +193,7 @@ def init_scope():
 def graph_for_inputs(graph, default):
     """The graph an op over tensors of ``graph`` is created in: the default graph when it
     is a body that can capture them (so ops inside a branch or loop body land in it)."""
-    if graph is not default and isinstance(default, FuncGraph) and default.can_capture(graph):
+    # Any graph being traced that can capture: a control-flow body, or a dataset function.
+    if graph is not default and hasattr(default, "can_capture") and default.can_capture(graph):
         return default
     return graph

@@ -786,6 +786,8 @@ class name_scope:  # noqa: N801 - TF's public name
 
 
 def _graph_from_values(values):
+    if get_default_graph().building_function:
+        return get_default_graph()  # scopes inside a traced function stay in it
     if values:
         for v in values:
             if isinstance(v, (Tensor, Operation)):

@@ -14,7 +14,7 @@ from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from .common import convert, fmt_shape
 
-__all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
+__all__ = ["assign", "assign_add", "assign_sub", "count_up_to", "is_variable_initialized"]
 
 
 # -- variables ---------------------------------------------------------------------
@@ -261,3 +261,19 @@ for _op in ["VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitial
             "ValueOrInitial", "SelectUninitialized", "SaveV2", "RestoreV2",
             "MergeV2Checkpoints", "ShardedFilename", *APPLY_OPS]:
     NotDifferentiable(_op)
+
+
+@register_op("CountUpTo", stateful=True, ref_inputs=(0,))
+def _count_up_to_infer(inputs, attrs):
+    return [(inputs[0].dtype, TensorShape([]))]
+
+
+NotDifferentiable("CountUpTo")
+
+
+def count_up_to(ref, limit, name=None):
+    """Increments the integer variable ``ref`` and returns its value before; once it has
+    reached ``limit``, raises OutOfRangeError instead (how input producers count epochs)."""
+    ref = _as_ref(ref, "CountUpTo")
+    return _ops.make_tensor("CountUpTo", [ref], {"T": ref.dtype, "limit": int(limit)},
+                            name=name or "CountUpTo")

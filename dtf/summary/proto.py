@@ -27,7 +27,7 @@ class DecodeError(ValueError):
 class Field:
     number: int
     name: str
-    kind: str  # double | float | int64 | enum | string | bytes | message | packed_double
+    kind: str  # double | float | int64 | enum | string | bytes | message | packed_{double,float,int64}
     message: type | None = None
     repeated: bool = False
     oneof: str | None = None
@@ -80,6 +80,8 @@ _COERCE = {
     "string": lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
     "bytes": lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v),
     "packed_double": float,
+    "packed_float": _to_float32,
+    "packed_int64": int,
 }
 
 
@@ -98,7 +100,9 @@ def _encode_scalar(f: Field, value) -> bytes:
     return _len_delimited(f.number, value.SerializeToString())  # message
 
 
-_FIXED = {"double": (_I64, "<d", 8), "float": (_I32, "<f", 4), "packed_double": (_I64, "<d", 8)}
+_FIXED = {"double": (_I64, "<d", 8), "float": (_I32, "<f", 4), "packed_double": (_I64, "<d", 8),
+          "packed_float": (_I32, "<f", 4)}
+_PACKED_FORMAT = {"packed_double": ("d", 8), "packed_float": ("f", 4)}
 
 
 def _decode_value(f: Field, wire: int, data: bytes, pos: int):
@@ -109,12 +113,20 @@ def _decode_value(f: Field, wire: int, data: bytes, pos: int):
             if pos + size > len(data):
                 raise DecodeError(f"Truncated field {f.name}")
             return [struct.unpack_from(fmt, data, pos)[0]], pos + size
-        if wire == _LEN and f.kind == "packed_double":
+        if wire == _LEN and f.kind in _PACKED_FORMAT:
+            code, size = _PACKED_FORMAT[f.kind]
             chunk, pos = _read_chunk(data, pos)
-            if len(chunk) % 8:
-                raise DecodeError(f"Packed field {f.name} length is not a multiple of 8")
-            return list(struct.unpack(f"<{len(chunk) // 8}d", chunk)), pos
-    elif f.kind in ("int64", "enum") and wire == _VARINT:
+            if len(chunk) % size:
+                raise DecodeError(f"Packed field {f.name} length is not a multiple of {size}")
+            return list(struct.unpack(f"<{len(chunk) // size}{code}", chunk)), pos
+    elif f.kind == "packed_int64" and wire == _LEN:
+        chunk, pos = _read_chunk(data, pos)
+        values, at = [], 0
+        while at < len(chunk):
+            n, at = _read_varint(chunk, at)
+            values.append(_signed64(n))
+        return values, pos
+    elif f.kind in ("int64", "enum", "packed_int64") and wire == _VARINT:
         n, pos = _read_varint(data, pos)
         return [_signed64(n)], pos
     elif wire == _LEN:
@@ -259,8 +271,11 @@ class Message:
     def SerializeToString(self, deterministic=None) -> bytes:  # noqa: N802
         parts = []
         for f, value in self.ListFields():
-            if f.kind == "packed_double":
-                parts.append(_len_delimited(f.number, struct.pack(f"<{len(value)}d", *value)))
+            if f.kind in _PACKED_FORMAT:
+                code = _PACKED_FORMAT[f.kind][0]
+                parts.append(_len_delimited(f.number, struct.pack(f"<{len(value)}{code}", *value)))
+            elif f.kind == "packed_int64":
+                parts.append(_len_delimited(f.number, b"".join(_varint(v) for v in value)))
             elif f.repeated:
                 parts.extend(_encode_scalar(f, v) for v in value)
             else:

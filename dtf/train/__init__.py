@@ -22,3 +22,8 @@ def summary_iterator(path):
     """tf.train.summary_iterator: the Event protos of an event file, in order."""
     from dtf.summary.reader import summary_iterator as events  # summaries load on first use
     return events(path)
+
+
+from dtf.io.example_pb import *  # noqa: F401,F403,E402
+from dtf.train.queue_runner import *  # noqa: F401,F403,E402
+from dtf.train.input import *  # noqa: F401,F403,E402

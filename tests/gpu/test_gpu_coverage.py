@@ -36,9 +36,17 @@ HOST_ONLY = {
     "ScalarSummary", "HistogramSummary", "MergeSummary",
     "ImageSummary", "AudioSummaryV2", "TensorSummaryV2",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
-    "QueueCloseV2", "QueueSizeV2",
+    "QueueCloseV2", "QueueSizeV2", "RandomShuffleQueueV2", "QueueDequeueUpToV2",
+    "PaddingFIFOQueueV2", "CountUpTo",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
+    "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
+    "IteratorGetNext", "IteratorToStringHandle",
+    "ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
+    "MatchingFiles", "DecodeCSV",
+    "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
+    "IdentityReaderV2", "ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
+    "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
 }
 # Not yet on GPU (docs/control_flow.md): control-flow ops run their bodies on the CPU, and
 # TensorArray buffers live in host memory; a GPU-pinned cond or loop needs soft placement.

@@ -21,4 +21,6 @@ from . import script  # noqa: F401
 from . import scatter  # noqa: F401
 from . import candidate_sampling  # noqa: F401
 from . import control_flow  # noqa: F401
+from . import dataset  # noqa: F401
+from . import readers  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

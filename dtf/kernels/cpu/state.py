@@ -369,3 +369,18 @@ def sharded_filename(node):
                           dtype=object)
 
     return compute
+
+
+@register_kernel("CountUpTo", "CPU", dtypes=("int32", "int64"))
+def count_up_to(node):
+    limit = int(node.attrs["limit"])
+
+    def compute(ctx, ref):
+        with ref.lock:
+            old = ref.read()
+            if int(old) >= limit:
+                raise errors.OutOfRangeError(node.name, None, f"Reached limit of {limit}")
+            ref.value = np.asarray(old + 1, dtype=old.dtype)
+        return old
+
+    return compute

@@ -2,7 +2,7 @@
 
 Saving and restoring run as graph ops (SaveV2 / RestoreV2, plus MergeV2Checkpoints when
 sharded), so in a cluster each task writes and reads its own variables. The file format
-is dtf/runtime/checkpoint_io.py (docs/checkpoint_format.md). Meta graphs are not written.
+is TF's V2 tensor bundle (dtf/runtime/checkpoint_io.py, docs/checkpoint_format.md).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 import time
 
 from dtf.framework import dtypes, errors
+from dtf.framework.graph_pb import SaverDef
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.ops import state_ops
@@ -21,23 +22,6 @@ from . import training_util
 __all__ = ["Saver", "SaverDef", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
            "get_checkpoint_mtimes", "remove_checkpoint", "update_checkpoint_state",
            "list_variables", "load_variable", "load_checkpoint", "NewCheckpointReader"]
-
-
-class SaverDef:
-    """What a built Saver runs: the tensor to feed the path into, the save and restore ops."""
-
-    V1 = 1
-    V2 = 2
-
-    def __init__(self, filename_tensor_name="", save_tensor_name="", restore_op_name="",
-                 max_to_keep=5, sharded=False, keep_checkpoint_every_n_hours=10000.0, version=V2):
-        self.filename_tensor_name = filename_tensor_name
-        self.save_tensor_name = save_tensor_name
-        self.restore_op_name = restore_op_name
-        self.max_to_keep = max_to_keep
-        self.sharded = sharded
-        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
-        self.version = version
 
 
 class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
@@ -158,9 +142,11 @@ class Saver:
             raise ValueError("No variables to save")
         filename_tensor, save_tensor, restore_op = _build(
             names_to_vars, self._reshape, self._sharded, self._name, self._filename)
-        self.saver_def = SaverDef(filename_tensor.name, save_tensor.name, restore_op.name,
-                                  self._max_to_keep, self._sharded,
-                                  self._keep_checkpoint_every_n_hours, self._write_version)
+        self.saver_def = SaverDef(
+            filename_tensor_name=filename_tensor.name, save_tensor_name=save_tensor.name,
+            restore_op_name=restore_op.name, max_to_keep=self._max_to_keep,
+            sharded=self._sharded, keep_checkpoint_every_n_hours=self._keep_checkpoint_every_n_hours,
+            version=self._write_version)
 
     def as_saver_def(self):
         return self.saver_def
@@ -385,27 +371,29 @@ def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=SaverDef.V2,
 
 # -- reading checkpoints directly ------------------------------------------------------
 class CheckpointReader:
-    """Reads tensors of one checkpoint by name (TF's NewCheckpointReader)."""
+    """Reads tensors of one checkpoint by name (TF's NewCheckpointReader). Reads TF's V2
+    checkpoints (a partitioned variable reads whole, under its full name) and dtf's earlier
+    format."""
 
     def __init__(self, prefix):
         self._prefix = os.fspath(prefix)
-        self._index = checkpoint_io.read_index(self._prefix)
+        self._reader = checkpoint_io.open_reader(self._prefix)
 
     def has_tensor(self, name):
-        return name in self._index["tensors"]
+        return name in self._reader.entries
 
     def get_tensor(self, name):
-        return checkpoint_io.read_tensor(self._prefix, self._index, name)
+        return self._reader.read(name)
 
     def get_variable_to_shape_map(self):
-        return {k: list(e["shape"]) for k, e in self._index["tensors"].items()}
+        return {k: self._reader.shape(k) for k in self._reader.names()}
 
     def get_variable_to_dtype_map(self):
-        return {k: dtypes.as_dtype(e["dtype"]) for k, e in self._index["tensors"].items()}
+        return {k: dtypes.as_dtype(self._reader.dtype_name(k)) for k in self._reader.names()}
 
     def debug_string(self):
-        return "".join(f"{k} ({e['dtype']}) {e['shape']}\n"
-                       for k, e in sorted(self._index["tensors"].items())).encode()
+        return "".join(f"{k} (DT_{self._reader.dtype_name(k).upper()}) {self._reader.shape(k)}\n"
+                       for k in sorted(self._reader.names())).encode()
 
 
 def NewCheckpointReader(filepattern):  # noqa: N802 - TF's public name

@@ -67,6 +67,9 @@ _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
+_LAZY_MODULES["graph_util"] = "dtf.graph_util"
+_LAZY_NAMES.update({n: "dtf.framework.graph_pb" for n in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef")})
+_LAZY_NAMES["import_graph_def"] = "dtf.framework.importer"
 
 
 def disable_eager_execution():

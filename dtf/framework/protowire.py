@@ -191,6 +191,12 @@ class RepeatedField(list):
         self.append(item)
         return item
 
+    def append(self, value):
+        super().append(_coerce(self._field, value))
+
+    def extend(self, values):
+        super().extend(_coerce(self._field, v) for v in values)
+
 
 class MessageMap(dict):
     """A map field. Message values spring into being on first access, as in protobuf."""
@@ -384,3 +390,57 @@ class Message:
 def fields(*specs) -> tuple:
     """A FIELDS table from ``(number, name, kind[, message])`` tuples or Field objects."""
     return tuple(Field(*s) if isinstance(s, tuple) else s for s in specs)
+
+
+# -- text format (what TF's text_format.MessageToString writes, and str(message)) ---------------
+def _text_escape(data: bytes) -> str:
+    out = []
+    for b in data:
+        c = chr(b)
+        if c in "\n\r\t\"'\\":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c, "\\" + c))
+        elif 0x20 <= b < 0x7F:
+            out.append(c)
+        else:
+            out.append(f"\\{b:03o}")
+    return "".join(out)
+
+
+def _text_scalar(kind: str, value) -> str:
+    if kind == "string":
+        return f'"{_text_escape(value.encode("utf-8"))}"'
+    if kind == "bytes":
+        return f'"{_text_escape(value)}"'
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind in ("float", "double"):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return repr(float(value)) if kind == "double" else f"{value:.9g}"
+    return str(int(value))
+
+
+def to_text(msg: Message, indent: int = 0) -> str:
+    pad = "  " * indent
+    lines = []
+
+    def message_block(name, sub):
+        body = to_text(sub, indent + 1)
+        lines.append(f"{pad}{name} {{\n{body}{pad}}}\n")
+
+    for f, value in msg.ListFields():
+        if f.kind == "map":
+            for k in sorted(value):
+                message_block(f.name, f.message(key=k, value=value[k]))
+            continue
+        for v in (value if f.repeated else [value]):
+            if f.kind == "message":
+                message_block(f.name, v)
+            else:
+                lines.append(f"{pad}{f.name}: {_text_scalar(f.kind, v)}\n")
+    return "".join(lines)
+
+
+Message.__str__ = lambda self: to_text(self)

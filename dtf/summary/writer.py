@@ -18,7 +18,6 @@ from dtf.summary import proto
 from dtf.summary.records import encode_record
 
 _FILE_VERSION = "brain.Event:2"
-_GRAPH_DEF_PRODUCER = 27  # a TF1-era GraphDef version; TensorBoard only displays it
 _STOP = object()  # queue sentinel
 
 
@@ -103,24 +102,15 @@ class _EventLogger:
             self._file.close()
 
 
-def _input_name(name: str) -> str:
-    """GraphDef spells output 0 of op "x" as "x", the others "x:1", controls "^x"."""
-    return name[:-2] if name.endswith(":0") and not name.startswith("^") else name
-
-
-def graph_def_proto(graph) -> proto.GraphDef:
-    """The GraphDef proto (names, ops, inputs, devices) of a dtf Graph, for TensorBoard."""
-    gd = proto.GraphDef(versions=proto.VersionDef(producer=_GRAPH_DEF_PRODUCER))
-    for node in graph.as_graph_def():
-        gd.node.add(name=node["name"], op=node["op"], device=node.get("device", ""),
-                    input=[_input_name(i) for i in node["input"]])
-    return gd
+def graph_def_proto(graph):
+    """The GraphDef proto of a dtf Graph (nodes, inputs, devices and attrs), for TensorBoard."""
+    return graph.as_graph_def()
 
 
 def _serialized_graph_def(graph, graph_def) -> bytes:
     if graph is not None:
         return graph_def_proto(graph).SerializeToString()
-    if isinstance(graph_def, proto.GraphDef):
+    if hasattr(graph_def, "SerializeToString"):
         return graph_def.SerializeToString()
     if isinstance(graph_def, (bytes, bytearray)):
         return bytes(graph_def)

@@ -17,3 +17,4 @@ from dtf.train.moving_averages import *  # noqa: F401,F403
 from dtf.train.more_optimizers import *  # noqa: F401,F403
 from dtf.train.checkpoint_utils import *  # noqa: F401,F403
 from dtf.train.graph_io import *  # noqa: F401,F403
+from dtf.train.meta_graph import *  # noqa: F401,F403

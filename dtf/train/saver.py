@@ -7,6 +7,7 @@ is TF's V2 tensor bundle (dtf/runtime/checkpoint_io.py, docs/checkpoint_format.m
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import re
 import time
@@ -18,6 +19,8 @@ from dtf.framework.ops import GraphKeys
 from dtf.ops import state_ops
 from dtf.runtime import checkpoint_io
 from . import training_util
+
+log = logging.getLogger("dtf")
 
 __all__ = ["Saver", "SaverDef", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
            "get_checkpoint_mtimes", "remove_checkpoint", "update_checkpoint_state",
@@ -216,12 +219,35 @@ class Saver:
                 raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.") from None
             raise
         path = path.decode() if isinstance(path, bytes) else str(path)
+        if write_meta_graph:
+            self._write_meta_graph(sess, f"{checkpoint_file}.{meta_graph_suffix}")
         if write_state:
             self._record_last_checkpoint(path)
             update_checkpoint_state(parent, path, self.last_checkpoints, latest_filename,
                                     save_relative_paths=self._save_relative_paths)
             self._maybe_delete_old_checkpoints()
         return path
+
+    def _write_meta_graph(self, sess, filename):
+        graph = getattr(sess, "graph", None) or _ops.get_default_graph()
+        try:
+            self.export_meta_graph(filename, graph=graph)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            # The checkpoint is whole without it; a graph dtf cannot encode must not stop training.
+            log.warning("No meta graph written to %s: %s", filename, e)
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
+                          export_scope=None, clear_devices=False, clear_extraneous_savers=False,
+                          strip_default_attrs=False, save_debug_info=False, graph=None):
+        """The MetaGraphDef of the graph with this Saver's SaverDef (written to ``filename``)."""
+        from .meta_graph import export_meta_graph
+
+        return export_meta_graph(filename, saver_def=self.saver_def, collection_list=collection_list,
+                                 as_text=as_text, graph=graph, export_scope=export_scope,
+                                 clear_devices=clear_devices,
+                                 clear_extraneous_savers=clear_extraneous_savers,
+                                 strip_default_attrs=strip_default_attrs,
+                                 save_debug_info=save_debug_info)
 
     def restore(self, sess, save_path):
         """Restores the variables from the checkpoint at ``save_path``."""
@@ -366,7 +392,13 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
 
 def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=SaverDef.V2,
                       meta_graph_suffix="meta"):
-    checkpoint_io.remove(os.fspath(checkpoint_prefix))
+    """Deletes a checkpoint's files and its meta graph."""
+    checkpoint_prefix = os.fspath(checkpoint_prefix)
+    checkpoint_io.remove(checkpoint_prefix)
+    try:
+        os.remove(f"{checkpoint_prefix}.{meta_graph_suffix}")
+    except OSError:
+        pass
 
 
 # -- reading checkpoints directly ------------------------------------------------------

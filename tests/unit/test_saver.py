@@ -27,7 +27,7 @@ def test_save_restore_roundtrip_and_state_file(tmp_path):
         np.testing.assert_array_equal(sess.run(w), np.arange(6).reshape(2, 3))
         assert list(sess.run(s)) == [b"a", b"bc"] and sess.run(n) == 7
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-100.data-00000-of-00001",
-                                            "model.ckpt-100.index"]
+                                            "model.ckpt-100.index", "model.ckpt-100.meta"]
     assert (tmp_path / "checkpoint").read_text() == (
         f'model_checkpoint_path: "{prefix}-100"\nall_model_checkpoint_paths: "{prefix}-100"\n')
     state = tf.train.get_checkpoint_state(str(tmp_path))
@@ -149,7 +149,7 @@ def test_sharded_save_writes_one_file_per_device(tmp_path):
     for server in servers:
         server.stop()
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-5.data-00000-of-00002",
-                                            "m-5.data-00001-of-00002", "m-5.index"]
+                                            "m-5.data-00001-of-00002", "m-5.index", "m-5.meta"]
 
 
 def _failing_write(monkeypatch):
@@ -193,7 +193,7 @@ def test_overwriting_a_prefix_keeps_tf_file_names(tmp_path):
             sess.run(v.assign(value))
             saver.save(sess, prefix)
             assert tf.train.load_variable(prefix, "v") == value
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.data-00000-of-00001", "m.index"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m.data-00000-of-00001", "m.index", "m.meta"]
 
 
 def test_checkpoint_corruption_is_data_loss(tmp_path):

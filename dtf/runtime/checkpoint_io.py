@@ -18,12 +18,22 @@ import zlib
 import numpy as np
 
 from dtf.framework import dtypes, errors
-from . import sstable, tensor_bundle
 
-index_path = tensor_bundle.index_path
-data_path = tensor_bundle.data_path
-exists = tensor_bundle.exists
+# The bundle codec (sstable, tensor_bundle, graph protos) is imported when a checkpoint is
+# first written or read: most processes that import dtf never touch one.
 LEGACY_FORMAT = "dtf-checkpoint-v1"
+
+
+def index_path(prefix: str) -> str:
+    return prefix + ".index"
+
+
+def data_path(prefix: str, shard: int, num_shards: int) -> str:
+    return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
+
+
+def exists(prefix: str) -> bool:
+    return os.path.isfile(index_path(prefix))
 
 
 # -- durable file writes --------------------------------------------------------------
@@ -84,6 +94,8 @@ def _commit(renames):
 # -- writing ----------------------------------------------------------------------------
 def write(prefix: str, names, arrays, slice_specs=None):
     """Writes one complete single-shard V2 checkpoint of ``arrays`` at ``prefix``."""
+    from . import tensor_bundle
+
     chunks, entries = tensor_bundle.layout(list(names), list(arrays), slice_specs)
     old = _data_files(prefix)
     data_tmp = _write_temp(data_path(prefix, 0, 1), chunks)
@@ -100,6 +112,8 @@ def write(prefix: str, names, arrays, slice_specs=None):
 def merge(sources, dest: str):
     """Merges single-shard checkpoints (one per shard, same file system) into ``dest``:
     shard i's data file becomes ``dest.data-i-of-N`` under one merged index."""
+    from . import tensor_bundle
+
     n = len(sources)
     old = _data_files(dest)
     shards = [tensor_bundle.shard_entries(src, _read_table(src)) for src in sources]
@@ -144,11 +158,15 @@ def _read_index_bytes(prefix: str) -> bytes:
 
 
 def _read_table(prefix: str) -> dict:
+    from . import sstable
+
     return sstable.parse(_read_index_bytes(prefix), index_path(prefix))
 
 
 def open_reader(prefix: str):
     """A reader of the checkpoint at ``prefix``: TF's V2 bundle, or dtf's earlier JSON format."""
+    from . import sstable, tensor_bundle
+
     raw = _read_index_bytes(prefix)
     if raw[:1] == b"{":
         return LegacyReader(prefix, raw)

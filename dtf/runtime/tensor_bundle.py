@@ -14,7 +14,6 @@ checksum, then the bytes (as TF's WriteStringTensor).
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
@@ -24,6 +23,7 @@ from dtf.framework.graph_pb import TensorShapeProto, datatype_enum, datatype_nam
 from dtf.framework.protowire import DecodeError, Field, Message, decode_varint, encode_varint
 from dtf.framework.protowire import fields as _fields
 from . import sstable
+from .checkpoint_io import data_path, index_path
 
 BUNDLE_VERSION = 1  # kTensorBundleVersion
 
@@ -51,14 +51,6 @@ class BundleEntryProto(Message):
                      (3, "shard_id", "int32"), (4, "offset", "int64"), (5, "size", "int64"),
                      (6, "crc32c", "fixed32"),
                      Field(7, "slices", "message", TensorSliceProto, repeated=True))
-
-
-def index_path(prefix: str) -> str:
-    return prefix + ".index"
-
-
-def data_path(prefix: str, shard: int, num_shards: int) -> str:
-    return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
 # -- tensor slices -------------------------------------------------------------------------
@@ -324,7 +316,3 @@ class BundleReader:
 def shard_entries(prefix: str, table: dict) -> dict:
     """{index key: BundleEntryProto} of a single-shard bundle (for merging)."""
     return {k: BundleEntryProto.FromString(v) for k, v in table.items() if k}
-
-
-def exists(prefix: str) -> bool:
-    return os.path.isfile(index_path(prefix))

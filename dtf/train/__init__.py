@@ -18,3 +18,11 @@ from dtf.train.more_optimizers import *  # noqa: F401,F403
 from dtf.train.checkpoint_utils import *  # noqa: F401,F403
 from dtf.train.graph_io import *  # noqa: F401,F403
 from dtf.train.meta_graph import *  # noqa: F401,F403
+
+
+def __getattr__(name):  # tf.train names loaded on first use
+    if name == "SaverDef":
+        from dtf.framework.graph_pb import SaverDef
+
+        return SaverDef
+    raise AttributeError(f"module 'dtf.train' has no attribute {name!r}")

@@ -13,7 +13,6 @@ import re
 import time
 
 from dtf.framework import dtypes, errors
-from dtf.framework.graph_pb import SaverDef
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.ops import state_ops
@@ -22,9 +21,17 @@ from . import training_util
 
 log = logging.getLogger("dtf")
 
-__all__ = ["Saver", "SaverDef", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
+__all__ = ["Saver", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
            "get_checkpoint_mtimes", "remove_checkpoint", "update_checkpoint_state",
            "list_variables", "load_variable", "load_checkpoint", "NewCheckpointReader"]
+
+
+def __getattr__(name):
+    if name == "SaverDef":  # the proto classes load on first use: start-up matters
+        from dtf.framework.graph_pb import SaverDef
+
+        return SaverDef
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
@@ -145,6 +152,8 @@ class Saver:
             raise ValueError("No variables to save")
         filename_tensor, save_tensor, restore_op = _build(
             names_to_vars, self._reshape, self._sharded, self._name, self._filename)
+        from dtf.framework.graph_pb import SaverDef
+
         self.saver_def = SaverDef(
             filename_tensor_name=filename_tensor.name, save_tensor_name=save_tensor.name,
             restore_op_name=restore_op.name, max_to_keep=self._max_to_keep,
@@ -390,7 +399,7 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
             if checkpoint_exists(p)]
 
 
-def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=SaverDef.V2,
+def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2,
                       meta_graph_suffix="meta"):
     """Deletes a checkpoint's files and its meta graph."""
     checkpoint_prefix = os.fspath(checkpoint_prefix)

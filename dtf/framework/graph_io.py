@@ -181,20 +181,26 @@ def input_name(tensor) -> str:
     return op if idx == 0 else f"{op}:{idx}"
 
 
-def node_def(op) -> pb.NodeDef:
-    """The NodeDef proto of a dtf Operation."""
+def node_def(op, skip_unencodable=False) -> pb.NodeDef:
+    """The NodeDef proto of a dtf Operation. An attr with no AttrValue form (a Python
+    object some dtf op keeps) is a TypeError naming the op, or left out with
+    ``skip_unencodable`` (for a picture of the graph, as TensorBoard's)."""
     node = pb.NodeDef(name=op.name, op=op.type, device=op.device,
                       input=[input_name(t) for t in op.inputs]
                       + [f"^{c.name}" for c in op.control_inputs])
     for name, value in op.attrs.items():
         if value is None and name not in _SHAPE_ATTRS:
             continue
-        node.attr[name] = attr_value(name, value)
+        try:
+            node.attr[name] = attr_value(name, value)
+        except (TypeError, ValueError) as e:
+            if not skip_unencodable:
+                raise TypeError(f"op {op.name!r} ({op.type}): {e}") from None
     return node
 
 
-def graph_def(graph) -> pb.GraphDef:
+def graph_def(graph, skip_unencodable=False) -> pb.GraphDef:
     """The GraphDef proto of a dtf Graph, ops in creation order (a topological order)."""
     gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
-    gd.node.extend(node_def(op) for op in graph.get_operations())
+    gd.node.extend(node_def(op, skip_unencodable) for op in graph.get_operations())
     return gd

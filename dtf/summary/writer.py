@@ -103,8 +103,11 @@ class _EventLogger:
 
 
 def graph_def_proto(graph):
-    """The GraphDef proto of a dtf Graph (nodes, inputs, devices and attrs), for TensorBoard."""
-    return graph.as_graph_def()
+    """The GraphDef proto of a dtf Graph (nodes, inputs, devices and attrs), for TensorBoard:
+    an attr with no GraphDef form is left out of the picture rather than failing the writer."""
+    from dtf.framework.graph_io import graph_def
+
+    return graph_def(graph, skip_unencodable=True)
 
 
 def _serialized_graph_def(graph, graph_def) -> bytes:

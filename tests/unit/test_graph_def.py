@@ -145,3 +145,40 @@ def test_write_graph_text_and_binary_read_by_tf(tmp_path):
             print(json.dumps(sess.run(y, {"x:0": [[1.0, 1.0]]}).tolist()))
         """, text, binary)
     assert json.loads(out) == [[3.0, 4.0]]
+
+
+def test_graph_in_tf_event_file_imports_with_devices():
+    from dtf.summary import summary_iterator
+
+    (path,) = [os.path.join(FIXTURES, "events", f) for f in os.listdir(os.path.join(FIXTURES, "events"))]
+    (event,) = [e for e in summary_iterator(path) if e.WhichOneof("what") == "graph_def"]
+    gd = tf.GraphDef.FromString(event.graph_def)
+    (total,) = tf.import_graph_def(gd, return_elements=["total:0"], name="")
+    assert total.op.device == "/job:worker/task:0"
+    for node in gd.node:  # no /job:worker in a local session (as in TF)
+        node.device = ""
+    (total,) = tf.import_graph_def(gd, return_elements=["total:0"], name="local")
+    with tf.Session() as sess:
+        assert sess.run(total, {"local/x:0": [[1.0, 2.0]]}) == 6.0
+
+
+def test_file_writer_graph_is_read_by_tf(tmp_path):
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    with tf.device("/job:ps/task:0"):
+        tf.reduce_sum(x * 2.0, name="total")
+    # an attr no GraphDef can hold is left out of TensorBoard's picture, not fatal
+    tf.get_default_graph().create_op("NoOp", [], name="odd", attrs={"py": object()})
+    with pytest.raises(TypeError, match="'odd'"):
+        tf.get_default_graph().as_graph_def()
+    writer = tf.summary.FileWriter(str(tmp_path), graph=tf.get_default_graph())
+    writer.close()
+    out = run_tf("""
+        import glob
+        (path,) = glob.glob(sys.argv[1] + "/events.out.tfevents.*")
+        graphs = [e.graph_def for e in tf.train.summary_iterator(path) if e.HasField("graph_def")]
+        gd = tf.GraphDef.FromString(graphs[0])
+        nodes = {n.name: n for n in gd.node}
+        print(json.dumps({"device": nodes["total"].device, "T": nodes["total"].attr["T"].type,
+                          "odd": list(nodes["odd"].attr)}))
+        """, tmp_path)
+    assert json.loads(out) == {"device": "/job:ps/task:0", "T": 1, "odd": []}

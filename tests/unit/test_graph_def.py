@@ -157,9 +157,10 @@ def test_graph_in_tf_event_file_imports_with_devices():
     assert total.op.device == "/job:worker/task:0"
     for node in gd.node:  # no /job:worker in a local session (as in TF)
         node.device = ""
-    (total,) = tf.import_graph_def(gd, return_elements=["total:0"], name="local")
-    with tf.Session() as sess:
-        assert sess.run(total, {"local/x:0": [[1.0, 2.0]]}) == 6.0
+    with tf.Graph().as_default():
+        (total,) = tf.import_graph_def(gd, return_elements=["total:0"], name="local")
+        with tf.Session() as sess:
+            assert sess.run(total, {"local/x:0": [[1.0, 2.0]]}) == 6.0
 
 
 def test_file_writer_graph_is_read_by_tf(tmp_path):

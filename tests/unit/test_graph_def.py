@@ -14,12 +14,6 @@ from tests.tf_subprocess import run_tf
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf")
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def _tf_frozen():
     with open(os.path.join(FIXTURES, "frozen.pb"), "rb") as f:
         gd = tf.GraphDef()

@@ -11,12 +11,6 @@ import dtf as tf
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf")
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def test_tf_meta_graph_restores_and_trains_on_as_tf_did():
     io = np.load(os.path.join(FIXTURES, "meta_io.npz"))
     ckpt = tf.train.latest_checkpoint(os.path.join(FIXTURES, "meta_ckpt"))

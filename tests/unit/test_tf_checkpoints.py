@@ -16,12 +16,6 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf")
 TF_CKPT = os.path.join(FIXTURES, "adam_ckpt")
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
-
 def _tf_values():
     with np.load(os.path.join(FIXTURES, "adam_values.npz")) as d:
         return {k.replace("__", "/"): d[k] for k in d.files}

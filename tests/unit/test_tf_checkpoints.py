@@ -207,3 +207,26 @@ def test_tf_reads_dtf_slices_and_merged_shards(tmp_path):
                           "d": [x.decode() for x in r.get_tensor("d")]}))
         """, str(tmp_path / "m"))
     assert json.loads(out) == {"part": whole.tolist(), "c": 3, "d": ["q"]}
+
+
+def test_many_tensors_span_several_index_blocks_and_big_ones_checksum(tmp_path):
+    # > 256 KiB of index entries: several data blocks and a real index block; a 1 MiB
+    # tensor takes the compiled CRC-32C path.
+    names = [f"layer_{i:05d}/{'w' * 40}" for i in range(6000)]
+    values = [np.full([2], i, np.int32) for i in range(6000)]
+    names.append("big")
+    values.append(np.arange(1 << 18, dtype=np.float32))
+    prefix = str(tmp_path / "many")
+    checkpoint_io.write(prefix, names, values)
+    assert os.path.getsize(prefix + ".index") > 300_000
+    reader = tf.train.NewCheckpointReader(prefix)
+    assert len(reader.get_variable_to_shape_map()) == 6001
+    assert reader.get_tensor("layer_04321/" + "w" * 40).tolist() == [4321, 4321]
+    np.testing.assert_array_equal(reader.get_tensor("big"), values[-1])
+    out = run_tf("""
+        r = tf.train.NewCheckpointReader(sys.argv[1])
+        m = r.get_variable_to_shape_map()
+        print(json.dumps([len(m), r.get_tensor("layer_05999/" + "w" * 40).tolist(),
+                          float(r.get_tensor("big").sum())]))
+        """, prefix)
+    assert json.loads(out) == [6001, [5999, 5999], float(values[-1].sum())]

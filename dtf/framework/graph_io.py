@@ -181,6 +181,11 @@ def input_name(tensor) -> str:
     return op if idx == 0 else f"{op}:{idx}"
 
 
+# attrs dtf's ops keep that TF's op definitions lack (TF warns about them on import);
+# dtf/framework/importer.py puts them back from TF's own attrs
+_DTF_ONLY_ATTRS = {"Cast": ("T",)}
+
+
 def node_def(op, skip_unencodable=False) -> pb.NodeDef:
     """The NodeDef proto of a dtf Operation. An attr with no AttrValue form (a Python
     object some dtf op keeps) is a TypeError naming the op, or left out with
@@ -188,8 +193,9 @@ def node_def(op, skip_unencodable=False) -> pb.NodeDef:
     node = pb.NodeDef(name=op.name, op=op.type, device=op.device,
                       input=[input_name(t) for t in op.inputs]
                       + [f"^{c.name}" for c in op.control_inputs])
+    dtf_only = _DTF_ONLY_ATTRS.get(op.type, ())
     for name, value in op.attrs.items():
-        if value is None and name not in _SHAPE_ATTRS:
+        if (value is None and name not in _SHAPE_ATTRS) or name in dtf_only:
             continue
         try:
             node.attr[name] = attr_value(name, value)

@@ -1,6 +1,7 @@
 """MetaGraphDef: Saver.save writes .meta, import_meta_graph brings back the graph, its
 collections (variables as Variables), and Saver, so training goes on. TF's own .meta
 (tests/fixtures/tf/make_fixtures.py) imports too and continues as TF continued."""
+import json
 import os
 
 import numpy as np
@@ -100,3 +101,29 @@ def test_text_meta_graph_is_refused_clearly(tmp_path):
     assert 'collection_def' in open(path).read()
     with tf.Graph().as_default(), pytest.raises(IOError, match="text-format"):
         tf.train.import_meta_graph(path)
+
+
+def test_tf_imports_a_dtf_meta_graph_and_trains_on(tmp_path):
+    from tests.tf_subprocess import run_tf
+
+    path, feed, before = _train_and_save(tmp_path)
+    out = run_tf("""
+        path, feed = sys.argv[1], np.load(sys.argv[2])
+        saver = tf.train.import_meta_graph(path + ".meta")
+        (train,) = tf.get_collection("train_op")
+        with tf.Session() as sess:
+            saver.restore(sess, path)
+            first = sess.run("loss:0", {"x:0": feed})
+            for _ in range(5):
+                sess.run(train, {"x:0": feed})
+            print(json.dumps([float(first), float(sess.run("loss:0", {"x:0": feed})),
+                              int(sess.run(tf.train.get_global_step()))]))
+        """, path, _saved(tmp_path, feed))
+    first, after, step = json.loads(out)
+    assert first == pytest.approx(before, rel=1e-5) and after < first and step == 8
+
+
+def _saved(tmp_path, array):
+    path = str(tmp_path / "feed.npy")
+    np.save(path, array)
+    return path

@@ -230,3 +230,11 @@ def test_many_tensors_span_several_index_blocks_and_big_ones_checksum(tmp_path):
                           float(r.get_tensor("big").sum())]))
         """, prefix)
     assert json.loads(out) == [6001, [5999, 5999], float(values[-1].sum())]
+
+
+def test_a_tf_partitioned_variable_restores_whole_into_one_variable():
+    whole = tf.Variable(np.zeros([5, 2], np.float32), name="whole")
+    saver = tf.train.Saver({"part": whole, "part/Adam": tf.Variable(np.zeros([5, 2], np.float32))})
+    with tf.Session() as sess:
+        saver.restore(sess, os.path.join(TF_CKPT, "model-2"))
+        np.testing.assert_array_equal(sess.run(whole), _tf_values()["part"])

@@ -6,7 +6,9 @@ type dtf lacks is an error naming the node; so is an input naming a missing node
 """
 from __future__ import annotations
 
-from . import graph_io
+import contextlib
+
+from . import dtypes, graph_io
 from . import graph_pb as pb
 from . import op_registry
 from . import ops as _ops
@@ -23,6 +25,56 @@ def _attr_fixups_cast(attrs):
 
 # TF op types dtf spells differently but computes the same way
 _OP_TYPE_ALIASES = {"AddV2": "Add"}
+
+def _expand_shape_n(node, inputs, attrs):
+    """ShapeN (TF's gradients of conv and concat use it): one Shape per input."""
+    from dtf.ops import array_ops
+
+    out_type = attrs.get("out_type") or dtypes.int32
+    return [array_ops.shape(t, out_type=out_type, name=f"{node.name}_{i}")
+            for i, t in enumerate(inputs)]
+
+
+def _expand_concat_offset(node, inputs, attrs):
+    """ConcatOffset (concat's gradient): input i's offset is the sum of the earlier shapes
+    along concat_dim, 0 elsewhere."""
+    import numpy as np
+
+    from dtf.ops import math_ops
+
+    concat_dim, shapes = inputs[0], inputs[1:]
+    rank = shapes[0].shape.as_list()[0]
+    if rank is None:
+        raise ValueError("ConcatOffset: the rank of the shapes must be known")
+    positions = _ops.convert_to_tensor(np.arange(rank, dtype=np.int32), name=f"{node.name}/positions")
+    mask = math_ops.cast(math_ops.equal(positions, concat_dim), dtypes.int32, name=f"{node.name}/mask")
+    offsets, total = [], None
+    for i, s in enumerate(shapes):
+        offsets.append(math_ops.multiply(mask, total if total is not None else 0, name=f"{node.name}_{i}"))
+        total = s if total is None else math_ops.add(total, s)
+    return offsets
+
+
+# TF op types dtf has no kernel for but builds from ops it has: node -> its output tensors
+_EXPANSIONS = {"ShapeN": _expand_shape_n, "ConcatOffset": _expand_concat_offset}
+
+
+def _expand(graph, node, inputs, controls, scope):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_ops.control_dependencies(controls))
+        if node.device:
+            stack.enter_context(graph.device(node.device))
+        return _Expanded(_EXPANSIONS[node.op](node, inputs, _node_attrs(node, scope)))
+
+
+class _Expanded:
+    """An expanded node as the rest of the import sees it: outputs, and an op to depend on."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.name = outputs[0].op.name
+        self._ops = [t.op for t in outputs]
+
 
 # op type -> function(attrs) making a TF node's attrs into what dtf's op definition reads
 _ATTR_FIXUPS = {"Cast": _attr_fixups_cast}
@@ -132,7 +184,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     with graph.name_scope(None if name == "" else (name or "import")) as scope:
         for node in _topological(list(graph_def.node)):
             op_type = _OP_TYPE_ALIASES.get(node.op, node.op)
-            if not op_registry.has_op(op_type):
+            if not op_registry.has_op(op_type) and node.op not in _EXPANSIONS:
                 raise ValueError(f"import_graph_def: node {node.name!r} has op type {node.op!r}, "
                                  "which dtf does not have")
             inputs, controls = [], []
@@ -148,13 +200,16 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                                      "a node that is not in the GraphDef")
                 op = created[src]
                 if idx is None:
-                    controls.append(op)
+                    controls.extend(op._ops if isinstance(op, _Expanded) else [op])
                 elif idx >= len(op.outputs):
                     raise ValueError(f"import_graph_def: node {node.name!r}: input {inp!r}: "
                                      f"{src!r} has only {len(op.outputs)} outputs")
                 else:
                     inputs.append(op.outputs[idx])
             try:
+                if node.op in _EXPANSIONS:
+                    created[node.name] = _expand(graph, node, inputs, controls, scope)
+                    continue
                 op = graph.create_op(op_type, inputs, name=node.name,
                                      attrs=_node_attrs(node, scope))
             except (TypeError, KeyError, ValueError) as e:
@@ -178,6 +233,9 @@ def _return_element(created, name: str):
     if op is None:
         raise ValueError(f"Requested return_element {name!r} not found in graph_def.")
     if ":" not in name:
+        if isinstance(op, _Expanded):
+            raise ValueError(f"Requested return_element {name!r} is a {src} node, which dtf "
+                             "builds from several ops: ask for its outputs ('name:i') instead.")
         return op
     if idx >= len(op.outputs):
         raise ValueError(f"Requested return_element {name!r} not found in graph_def.")

@@ -177,3 +177,17 @@ def test_file_writer_graph_is_read_by_tf(tmp_path):
                           "odd": list(nodes["odd"].attr)}))
         """, tmp_path)
     assert json.loads(out) == {"device": "/job:ps/task:0", "T": 1, "odd": []}
+
+
+def test_tf_training_graph_imports_and_trains_as_tf_trained():
+    # ShapeN and ConcatOffset (in TF's conv and concat gradients) are built from dtf ops.
+    with open(os.path.join(FIXTURES, "train_graph.pb"), "rb") as f:
+        gd = tf.GraphDef.FromString(f.read())
+    io = np.load(os.path.join(FIXTURES, "train_io.npz"))
+    assert {"ShapeN", "ConcatOffset", "AddV2"} <= {n.op for n in gd.node}
+    tf.import_graph_def(gd, name="")
+    feed = {"x:0": io["x"], "labels:0": io["labels"]}
+    with tf.Session() as sess:
+        sess.run("init")
+        losses = [sess.run(["train", "loss:0"], feed)[1] for _ in range(5)]
+    np.testing.assert_allclose(losses, io["losses"], rtol=1e-4)

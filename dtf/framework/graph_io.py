@@ -205,8 +205,13 @@ def node_def(op, skip_unencodable=False) -> pb.NodeDef:
     return node
 
 
-def graph_def(graph, skip_unencodable=False) -> pb.GraphDef:
+def graph_def(graph, skip_unencodable=False, add_shapes=False) -> pb.GraphDef:
     """The GraphDef proto of a dtf Graph, ops in creation order (a topological order)."""
     gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
-    gd.node.extend(node_def(op, skip_unencodable) for op in graph.get_operations())
+    for op in graph.get_operations():
+        node = node_def(op, skip_unencodable)
+        if add_shapes:
+            node.attr["_output_shapes"] = pb.AttrValue(list=pb.ListValue(
+                shape=[shape_proto(_dims(t.shape)) for t in op.outputs]))
+        gd.node.append(node)
     return gd

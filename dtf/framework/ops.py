@@ -604,12 +604,13 @@ class Graph:
         return False
 
     def as_graph_def(self, from_version=None, add_shapes=False):
-        """This graph as TF's GraphDef proto."""
-        if from_version is not None or add_shapes:
-            raise NotImplementedError("as_graph_def: from_version and add_shapes are not supported by dtf")
+        """This graph as TF's GraphDef proto (``add_shapes``: each node's output shapes in
+        its ``_output_shapes`` attr)."""
+        if from_version is not None:
+            raise NotImplementedError("as_graph_def: from_version is not supported by dtf")
         from .graph_io import graph_def
 
-        return graph_def(self)
+        return graph_def(self, add_shapes=add_shapes)
 
     def is_fetchable(self, tensor_or_op):
         return True

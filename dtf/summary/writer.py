@@ -107,7 +107,7 @@ def graph_def_proto(graph):
     an attr with no GraphDef form is left out of the picture rather than failing the writer."""
     from dtf.framework.graph_io import graph_def
 
-    return graph_def(graph, skip_unencodable=True)
+    return graph_def(graph, skip_unencodable=True, add_shapes=True)
 
 
 def _serialized_graph_def(graph, graph_def) -> bytes:

@@ -87,7 +87,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     if meta_info_def is not None:
         meta.meta_info_def.CopyFrom(meta_info_def)
     meta.meta_info_def.tensorflow_version = "1.15.0"
-    gd = graph_def if graph_def is not None else graph.as_graph_def()
+    gd = graph_def if graph_def is not None else graph.as_graph_def(add_shapes=True)
     meta.graph_def.CopyFrom(gd)
     if clear_devices:
         for node in meta.graph_def.node:

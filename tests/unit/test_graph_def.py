@@ -176,7 +176,7 @@ def test_file_writer_graph_is_read_by_tf(tmp_path):
         print(json.dumps({"device": nodes["total"].device, "T": nodes["total"].attr["T"].type,
                           "odd": list(nodes["odd"].attr)}))
         """, tmp_path)
-    assert json.loads(out) == {"device": "/job:ps/task:0", "T": 1, "odd": []}
+    assert json.loads(out) == {"device": "/job:ps/task:0", "T": 1, "odd": ["_output_shapes"]}
 
 
 def test_tf_training_graph_imports_and_trains_as_tf_trained():
@@ -191,3 +191,14 @@ def test_tf_training_graph_imports_and_trains_as_tf_trained():
         sess.run("init")
         losses = [sess.run(["train", "loss:0"], feed)[1] for _ in range(5)]
     np.testing.assert_allclose(losses, io["losses"], rtol=1e-4)
+
+
+def test_add_shapes_records_output_shapes():
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    tf.reduce_sum(x, 1, name="s")
+    tf.placeholder(tf.float32, name="anything")
+    nodes = {n.name: n for n in tf.get_default_graph().as_graph_def(add_shapes=True).node}
+    (shape,) = nodes["s"].attr["_output_shapes"].list.shape
+    assert [d.size for d in shape.dim] == [-1]
+    assert nodes["anything"].attr["_output_shapes"].list.shape[0].unknown_rank
+    assert "_output_shapes" not in tf.get_default_graph().as_graph_def().node[0].attr

@@ -16,6 +16,11 @@ DATATYPE_ENUM = {
 }
 DATATYPE_NAME = {v: k for k, v in DATATYPE_ENUM.items()}
 _REF_OFFSET = 100  # DT_FLOAT_REF = 101: a ref-typed edge (a Variable's output)
+_TF_TYPE_NAMES = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "HALF", "complex64": "COMPLEX64",
+                  "complex128": "COMPLEX128"}
+# DataType names as TF's text format spells them (DT_FLOAT, DT_INT64_REF, ...)
+DATATYPE_NAMES = {f"DT_{_TF_TYPE_NAMES.get(k, k.upper())}{ref}": v + off
+                  for k, v in DATATYPE_ENUM.items() for ref, off in (("", 0), ("_REF", _REF_OFFSET))}
 
 
 def datatype_enum(dtype) -> int:
@@ -47,8 +52,8 @@ class TensorShapeProto(Message):
 
 class TensorProto(Message):
     FIELDS = _fields(
-        (1, "dtype", "enum"), (2, "tensor_shape", "message", TensorShapeProto),
-        (3, "version_number", "int32"), (4, "tensor_content", "bytes"),
+        Field(1, "dtype", "enum", enum_names=DATATYPE_NAMES),
+        (2, "tensor_shape", "message", TensorShapeProto), (3, "version_number", "int32"), (4, "tensor_content", "bytes"),
         Field(5, "float_val", "float", repeated=True, packed=True),
         Field(6, "double_val", "double", repeated=True, packed=True),
         Field(7, "int_val", "int32", repeated=True, packed=True),
@@ -79,7 +84,7 @@ class ListValue(Message):
         Field(3, "i", "int64", repeated=True, packed=True),
         Field(4, "f", "float", repeated=True, packed=True),
         Field(5, "b", "bool", repeated=True, packed=True),
-        Field(6, "type", "enum", repeated=True, packed=True),
+        Field(6, "type", "enum", repeated=True, packed=True, enum_names=DATATYPE_NAMES),
         Field(7, "shape", "message", TensorShapeProto, repeated=True),
         Field(8, "tensor", "message", TensorProto, repeated=True),
         Field(9, "func", "message", NameAttrList, repeated=True),
@@ -90,7 +95,7 @@ AttrValue.FIELDS = _fields(
     Field(1, "list", "message", ListValue, oneof="value"),
     Field(2, "s", "bytes", oneof="value"), Field(3, "i", "int64", oneof="value"),
     Field(4, "f", "float", oneof="value"), Field(5, "b", "bool", oneof="value"),
-    Field(6, "type", "enum", oneof="value"),
+    Field(6, "type", "enum", oneof="value", enum_names=DATATYPE_NAMES),
     Field(7, "shape", "message", TensorShapeProto, oneof="value"),
     Field(8, "tensor", "message", TensorProto, oneof="value"),
     Field(9, "placeholder", "string", oneof="value"),
@@ -115,8 +120,13 @@ class VersionDef(Message):
                      Field(3, "bad_consumers", "int32", repeated=True, packed=True))
 
 
+class FunctionDefLibrary(Message):
+    """Graph functions: dtf has none (TF writes an empty ``library {}``); content is skipped."""
+
+
 class GraphDef(Message):
     FIELDS = _fields(Field(1, "node", "message", NodeDef, repeated=True),
+                     (2, "library", "message", FunctionDefLibrary),
                      (3, "version", "int32"), (4, "versions", "message", VersionDef))
 
 
@@ -127,7 +137,7 @@ class SaverDef(Message):
     FIELDS = _fields((1, "filename_tensor_name", "string"), (2, "save_tensor_name", "string"),
                      (3, "restore_op_name", "string"), (4, "max_to_keep", "int32"),
                      (5, "sharded", "bool"), (6, "keep_checkpoint_every_n_hours", "float"),
-                     (7, "version", "enum"))
+                     Field(7, "version", "enum", enum_names={"LEGACY": 0, "V1": 1, "V2": 2}))
 
 
 class NodeList(Message):

@@ -114,7 +114,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
 
 def _read_meta_graph(meta_graph_or_file):
     from dtf.framework import graph_pb as pb
-    from dtf.framework.protowire import DecodeError
+    from dtf.framework.protowire import DecodeError, from_text
 
     if isinstance(meta_graph_or_file, pb.MetaGraphDef):
         return meta_graph_or_file
@@ -125,9 +125,12 @@ def _read_meta_graph(meta_graph_or_file):
         data = f.read()
     try:
         return pb.MetaGraphDef.FromString(data)
-    except (DecodeError, UnicodeDecodeError):
-        raise IOError(f"Cannot parse file {path}: dtf reads binary MetaGraphDefs (a text-format "
-                      ".meta is not supported)") from None
+    except (DecodeError, UnicodeDecodeError) as binary_error:
+        try:  # as TF: binary first, then the text format
+            return from_text(pb.MetaGraphDef, data.decode("utf-8"))
+        except (DecodeError, UnicodeDecodeError) as text_error:
+            raise IOError(f"Cannot parse file {path}: not a binary MetaGraphDef "
+                          f"({binary_error}) nor a text one ({text_error})") from None
 
 
 def _restore_collections(meta, graph, import_scope):

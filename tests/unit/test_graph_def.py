@@ -202,3 +202,13 @@ def test_add_shapes_records_output_shapes():
     assert [d.size for d in shape.dim] == [-1]
     assert nodes["anything"].attr["_output_shapes"].list.shape[0].unknown_rank
     assert "_output_shapes" not in tf.get_default_graph().as_graph_def().node[0].attr
+
+
+def test_tf_text_format_graph_parses_as_its_binary_twin():
+    from dtf.framework.protowire import from_text
+
+    binary, _ = _tf_frozen()
+    with open(os.path.join(FIXTURES, "frozen.pbtxt")) as f:
+        text = from_text(tf.GraphDef, f.read())
+    assert text == binary
+    assert from_text(tf.GraphDef, str(binary)) == binary  # and dtf's own text round-trips

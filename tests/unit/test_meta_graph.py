@@ -94,13 +94,21 @@ def test_import_scope_and_export_options(tmp_path):
             tf.train.export_meta_graph(export_scope="copy")
 
 
-def test_text_meta_graph_is_refused_clearly(tmp_path):
-    tf.Variable(1.0, name="v")
-    path = str(tmp_path / "g.meta")
-    tf.train.export_meta_graph(path, as_text=True)
-    assert 'collection_def' in open(path).read()
-    with tf.Graph().as_default(), pytest.raises(IOError, match="text-format"):
-        tf.train.import_meta_graph(path)
+def test_text_meta_graph_imports_and_garbage_is_refused_clearly(tmp_path):
+    path, feed, before = _train_and_save(tmp_path)
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(path + ".meta")
+        text = str(tmp_path / "g.meta")
+        tf.train.export_meta_graph(text, as_text=True)
+    assert "collection_def" in open(text).read()
+    with tf.Graph().as_default():
+        saver = tf.train.import_meta_graph(text)
+        with tf.Session() as sess:
+            saver.restore(sess, path)
+            assert sess.run("loss:0", {"x:0": feed}) == pytest.approx(before)
+    (tmp_path / "bad.meta").write_bytes(b"\xff\x00 not a graph {")
+    with pytest.raises(IOError, match="bad.meta"):
+        tf.train.import_meta_graph(str(tmp_path / "bad.meta"))
 
 
 def test_tf_imports_a_dtf_meta_graph_and_trains_on(tmp_path):

@@ -116,10 +116,14 @@ def merge(sources, dest: str):
 
     n = len(sources)
     old = _data_files(dest)
-    shards = [tensor_bundle.shard_entries(src, _read_table(src)) for src in sources]
+    shards = [tensor_bundle.shard_entries(_read_table(src)) for src in sources]
     index_tmp = _write_temp(index_path(dest), [tensor_bundle.merged_index(shards)])
     renames = [(data_path(src, 0, 1), data_path(dest, i, n)) for i, src in enumerate(sources)]
-    _commit(renames + [(index_tmp, index_path(dest))])
+    try:
+        _commit(renames + [(index_tmp, index_path(dest))])
+    except BaseException:
+        _remove_quietly(index_tmp)
+        raise
     for stale in old - {os.path.abspath(data_path(dest, i, n)) for i in range(n)}:
         _remove_quietly(stale)
     for src in sources:

@@ -313,6 +313,6 @@ class BundleReader:
         return _decode(buf, dtype, shape, f"{path} key {name}")
 
 
-def shard_entries(prefix: str, table: dict) -> dict:
+def shard_entries(table: dict) -> dict:
     """{index key: BundleEntryProto} of a single-shard bundle (for merging)."""
     return {k: BundleEntryProto.FromString(v) for k, v in table.items() if k}

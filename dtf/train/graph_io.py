@@ -10,7 +10,7 @@ def write_graph(graph_or_graph_def, logdir, name, as_text=True):
     """Writes the GraphDef of a Graph (or a GraphDef) to ``logdir/name``; returns the path.
     ``as_text``: protobuf text format (``.pbtxt``), else binary (``.pb``)."""
     from dtf.framework.ops import Graph
-    from dtf.framework.protowire import to_text
+    from dtf.framework.prototext import to_text
     from dtf.runtime.checkpoint_io import atomic_write
 
     graph_def = graph_or_graph_def.as_graph_def() if isinstance(graph_or_graph_def, Graph) \

@@ -73,7 +73,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     when given (binary, or text with ``as_text``)."""
     from dtf.framework import graph_pb as pb
     from dtf.framework import ops as _ops
-    from dtf.framework.protowire import to_text
+    from dtf.framework.prototext import to_text
 
     for arg, value in (("export_scope", export_scope), ("strip_default_attrs", strip_default_attrs),
                        ("save_debug_info", save_debug_info), ("clear_extraneous_savers",
@@ -114,7 +114,8 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
 
 def _read_meta_graph(meta_graph_or_file):
     from dtf.framework import graph_pb as pb
-    from dtf.framework.protowire import DecodeError, from_text
+    from dtf.framework.prototext import from_text
+    from dtf.framework.protowire import DecodeError
 
     if isinstance(meta_graph_or_file, pb.MetaGraphDef):
         return meta_graph_or_file

@@ -205,7 +205,7 @@ def test_add_shapes_records_output_shapes():
 
 
 def test_tf_text_format_graph_parses_as_its_binary_twin():
-    from dtf.framework.protowire import from_text
+    from dtf.framework.prototext import from_text
 
     binary, _ = _tf_frozen()
     with open(os.path.join(FIXTURES, "frozen.pbtxt")) as f:

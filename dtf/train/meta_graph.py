@@ -2,8 +2,8 @@
 as TF's MetaGraphDef, so a restored meta graph trains on (``Saver.save`` writes one
 beside each checkpoint as ``.meta``).
 
-Collections are stored as TF does: Variables as serialized VariableDefs (bytes_list),
-Tensors and Operations by name (node_list), numbers and strings as lists of them. A
+Collections are stored as TF does: Variables as serialized VariableDefs and Savers as
+SaverDefs (bytes_list), Tensors and Operations by name (node_list), numbers and strings as lists of them. A
 collection of anything else (queue runners, contexts, ...) is left out with a warning, as
 TF leaves out what it cannot serialize.
 """
@@ -46,7 +46,12 @@ def _collection_def(key, values):
     from dtf.framework.ops import Operation, Tensor
     from dtf.ops.variables import Variable
 
+    from dtf.train.saver import Saver
+
     values = list(values)
+    if all(isinstance(v, Saver) for v in values):
+        return pb.CollectionDef(bytes_list=pb.BytesList(
+            value=[v.to_proto().SerializeToString() for v in values if v.saver_def is not None]))
     if all(isinstance(v, Variable) for v in values):
         return pb.CollectionDef(bytes_list=pb.BytesList(value=[v.to_proto().SerializeToString()
                                                               for v in values]))
@@ -152,6 +157,11 @@ def _restore_collections(meta, graph, import_scope):
                 if var is None:
                     var = variables[vdef.variable_name] = Variable.from_proto(vdef, import_scope)
                 graph.add_to_collection(key, var)
+        elif kind == "bytes_list" and key == "savers":
+            from dtf.train.saver import Saver
+
+            for raw in cdef.bytes_list.value:
+                graph.add_to_collection(key, Saver.from_proto(pb.SaverDef.FromString(raw), import_scope))
         elif kind is not None:
             for value in getattr(cdef, kind).value:
                 graph.add_to_collection(key, value)
@@ -180,8 +190,5 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     import_graph_def(graph_def, name=import_scope or "")
     variables = _restore_collections(meta, graph, import_scope)
     if meta.HasField("saver_def"):
-        saver_def = type(meta.saver_def).FromString(meta.saver_def.SerializeToString())
-        for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-            setattr(saver_def, field, prepend_name_scope(getattr(saver_def, field), import_scope))
-        return Saver(saver_def=saver_def)
+        return Saver.from_proto(meta.saver_def, import_scope)
     return Saver() if variables else None

@@ -135,3 +135,20 @@ def _saved(tmp_path, array):
     path = str(tmp_path / "feed.npy")
     np.save(path, array)
     return path
+
+
+def test_savers_collection_and_repeated_saves(tmp_path):
+    v = tf.Variable(1.0, name="v")
+    saver = tf.train.Saver()
+    tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        first = saver.save(sess, str(tmp_path / "m"), global_step=1)
+        second = saver.save(sess, str(tmp_path / "m"), global_step=2)
+        tf.add_to_collection("late", 3)  # a changed collection gives a new meta graph
+        third = saver.save(sess, str(tmp_path / "m"), global_step=3)
+    assert open(first + ".meta", "rb").read() == open(second + ".meta", "rb").read()
+    with tf.Graph().as_default():
+        restored = tf.train.import_meta_graph(third + ".meta")
+        (collected,) = tf.get_collection(tf.GraphKeys.SAVERS)
+        assert collected.saver_def == restored.saver_def and tf.get_collection("late") == [3]

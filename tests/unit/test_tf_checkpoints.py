@@ -238,3 +238,15 @@ def test_a_tf_partitioned_variable_restores_whole_into_one_variable():
     with tf.Session() as sess:
         saver.restore(sess, os.path.join(TF_CKPT, "model-2"))
         np.testing.assert_array_equal(sess.run(whole), _tf_values()["part"])
+
+
+def test_a_tf_sharded_checkpoint_reads_across_its_data_files():
+    prefix = os.path.join(FIXTURES, "sharded_ckpt", "model")
+    reader = tf.train.NewCheckpointReader(prefix)
+    assert reader.get_variable_to_shape_map() == {"a": [2, 3], "b": [2]}
+    assert reader.get_tensor("a").tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert reader.get_tensor("b").tolist() == [b"x", b"yz"]
+    a = tf.Variable(np.zeros([2, 3], np.float32), name="a")
+    with tf.Session() as sess:
+        tf.train.Saver([a]).restore(sess, prefix)
+        assert sess.run(a)[1, 2] == 5

@@ -99,6 +99,7 @@ def _to_float32(x) -> float:
     return struct.unpack("<f", struct.pack("<f", float(x)))[0]
 
 
+_MISSING = object()
 _VARINT_KINDS = ("int64", "int32", "uint64", "enum", "bool")
 _FIXED = {"double": (I64, "d", 8), "float": (I32, "f", 4), "fixed32": (I32, "I", 4)}
 _DEFAULTS = {"double": 0.0, "float": 0.0, "int64": 0, "int32": 0, "uint64": 0, "enum": 0,
@@ -312,13 +313,22 @@ class Message:
         self._present.discard(name)
 
     def ListFields(self):  # noqa: N802 - protobuf's name
+        # HasField's rules inlined: serializing a graph calls this once per sub-message.
         out = []
+        values, present = self._values, self._present
+        if not values:
+            return out
         for f in self.FIELDS:
+            v = values.get(f.name, _MISSING)
+            if v is _MISSING:
+                continue
             if f.repeated or f.kind == "map":
-                if self._values.get(f.name):
-                    out.append((f, self._values[f.name]))
-            elif self.HasField(f.name):
-                out.append((f, getattr(self, f.name)))
+                if v:
+                    out.append((f, v))
+            elif f.name in present and (f.oneof or f.kind == "message"):
+                out.append((f, v))
+            elif (v.ListFields() if f.kind == "message" else v != _DEFAULTS[f.kind]):
+                out.append((f, v))
         return out
 
     def SerializeToString(self, deterministic=None) -> bytes:  # noqa: N802

@@ -152,3 +152,14 @@ def test_savers_collection_and_repeated_saves(tmp_path):
         restored = tf.train.import_meta_graph(third + ".meta")
         (collected,) = tf.get_collection(tf.GraphKeys.SAVERS)
         assert collected.saver_def == restored.saver_def and tf.get_collection("late") == [3]
+
+
+def test_tf_meta_graph_with_a_partitioned_variable_trains_on_as_tf_did():
+    io = np.load(os.path.join(FIXTURES, "partitioned_io.npz"))
+    prefix = os.path.join(FIXTURES, "partitioned_meta", "model-1")
+    saver = tf.train.import_meta_graph(prefix + ".meta")
+    assert [v.op.name for v in tf.trainable_variables()] == ["part/part_0", "part/part_1"]
+    with tf.Session() as sess:
+        saver.restore(sess, prefix)  # RestoreV2 with slice specs
+        _, loss = sess.run([tf.get_collection("train_op")[0], "loss:0"], {"x:0": io["x"]})
+    np.testing.assert_allclose(loss, io["loss"], rtol=1e-5)

@@ -154,7 +154,7 @@ def test_savers_collection_and_repeated_saves(tmp_path):
         assert collected.saver_def == restored.saver_def and tf.get_collection("late") == [3]
 
 
-def test_tf_meta_graph_with_a_partitioned_variable_trains_on_as_tf_did():
+def test_tf_meta_graph_with_a_partitioned_variable_trains_on_as_tf_did(tmp_path):
     io = np.load(os.path.join(FIXTURES, "partitioned_io.npz"))
     prefix = os.path.join(FIXTURES, "partitioned_meta", "model-1")
     saver = tf.train.import_meta_graph(prefix + ".meta")
@@ -162,4 +162,9 @@ def test_tf_meta_graph_with_a_partitioned_variable_trains_on_as_tf_did():
     with tf.Session() as sess:
         saver.restore(sess, prefix)  # RestoreV2 with slice specs
         _, loss = sess.run([tf.get_collection("train_op")[0], "loss:0"], {"x:0": io["x"]})
+        halves = sess.run(["part/part_0:0", "part/part_1:0"])
+        again = saver.save(sess, str(tmp_path / "model"))  # SaveV2 with slice specs
     np.testing.assert_allclose(loss, io["loss"], rtol=1e-5)
+    reader = tf.train.NewCheckpointReader(again)
+    assert reader.get_variable_to_shape_map()["part"] == [3, 2]
+    np.testing.assert_array_equal(reader.get_tensor("part"), np.concatenate(halves))

@@ -12,7 +12,9 @@ import os as _os
 # dtf is imported first; the user's own setting wins.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-__version__ = "0.1.0"
+# tf.__version__ is the TF API dtf follows (1.15.0), which programs test for; dtf's own
+# release is dtf.version.DTF_VERSION.
+from dtf.version import GIT_VERSION, VERSION, VERSION as __version__  # noqa: E402,F401
 
 from dtf.framework import dtypes as _dtypes_mod
 from dtf.framework.dtypes import (  # noqa: F401
@@ -57,10 +59,23 @@ from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
+from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sort_ops import *  # noqa: F401,F403,E402
+from dtf.ops.matrix_ops import *  # noqa: F401,F403,E402
+from dtf.ops.tensordot_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_solve_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_decomp_ops import *  # noqa: F401,F403,E402
+from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
+from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
+from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
+from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
+from dtf.ops.math_ops import accumulate_n  # noqa: F401,E402
 from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
+_LAZY_MODULES["linalg"] = "dtf.linalg"
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 _LAZY_MODULES["losses"] = "dtf.losses"
@@ -95,3 +110,18 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
 from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
+from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
+from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
+from dtf.ops.reduction_ops import arg_max, arg_min  # noqa: F401,E402
+_LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests
+from dtf.ops.logging_ops import (  # noqa: F401,E402,A004
+    Assert, Print, add_check_numerics_ops, check_numerics, print,
+)
+from dtf.ops.check_ops import *  # noqa: F401,F403,E402 - tf.assert_* and friends
+from dtf import debugging  # noqa: F401,E402
+from dtf.ops.script_ops import numpy_function, py_func  # noqa: F401,E402
+from dtf.ops.template import make_template  # noqa: F401,E402
+from dtf.ops.custom_gradient import custom_gradient  # noqa: F401,E402
+from dtf.ops.gradients import hessians  # noqa: F401,E402
+from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
+from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger

@@ -20,4 +20,14 @@ from dtf.ops.array_ops import invert_permutation, unsorted_segment_sum  # noqa: 
 from dtf.ops.nn_ops import (  # noqa: F401
     in_top_k, l2_normalize, log_sigmoid, log_softmax, softmax, softplus, softsign, top_k,
 )
+from dtf.ops.segment_ops import (  # noqa: F401
+    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
+    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,
+)
+from dtf.ops.special_math_ops import (  # noqa: F401
+    digamma, erfc, is_non_decreasing, is_strictly_increasing, lbeta, lgamma, multiply_no_nan,
+    polygamma, rint, xlogy,
+)
+from dtf.ops.math_ops import xdivy  # noqa: F401
+from dtf.ops.array_extra_ops import bincount  # noqa: F401
 from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402

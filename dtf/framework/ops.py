@@ -305,6 +305,7 @@ class Graph:
         self._last_id = 0
         self._variable_store = None
         self._gradient_override_map: dict[str, str] = {}
+        self._gradient_type_by_op: dict[str, str] = {}  # op name -> overriding gradient type
 
     # -- building ------------------------------------------------------------------
     def create_op(self, op_type, inputs, dtypes=None, input_types=None, name=None, attrs=None,
@@ -321,6 +322,8 @@ class Graph:
             name = self._op_name(name or op_type)
             control_inputs = self._current_control_inputs(inputs)
             op = Operation(self, name, op_type, inputs, attrs, control_inputs, "")
+            if op_type in self._gradient_override_map:
+                self._gradient_type_by_op[name] = self._gradient_override_map[op_type]
             outputs = op._op_def.infer(list(inputs), {**attrs, "_op_name": name})
             op._outputs = [Tensor(op, i, dt, as_shape(sh)) for i, (dt, sh) in enumerate(outputs)]
             for t in inputs:

@@ -146,7 +146,9 @@ def _gather_grad(op, grad):
 
 @RegisterGradient("UnsortedSegmentSum")
 def _unsorted_segment_sum_grad(op, grad):
-    return [A.gather(grad, op.inputs[1]), None, None]
+    from .segment_ops import _gather_drop_negatives  # negative ids were dropped: no gradient
+
+    return [_gather_drop_negatives(grad, op.inputs[1])[0], None, None]
 
 
 @RegisterGradient("Tile")

@@ -6,6 +6,8 @@ paths are summed (AddN), as in TF.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import get_gradient_function
 
@@ -130,7 +132,8 @@ def _aggregate(gs, t):
 
 
 def _call_grad_fn(op, out_grads, grad_scope, graph):
-    op_type = graph._gradient_override_map.get(op.type, op.type)
+    # gradient_override_map applies to the ops created inside it (TF records it then).
+    op_type = graph._gradient_type_by_op.get(op.name, op.type)
     try:
         fn = get_gradient_function(op_type)
     except LookupError:
@@ -183,6 +186,34 @@ def _reaching(end_ops, within):
     return seen
 
 
-def hessians(ys, xs, name="hessians", **kwargs):
-    raise NotImplementedError("tf.hessians is not supported")
+def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False,
+             gate_gradients=False, aggregation_method=None):
+    """The Hessian of sum(ys) for each x in xs, shaped x.shape + x.shape.
 
+    TF builds it with a while_loop over the flattened first derivative; dtf unrolls that
+    loop, one tf.gradients per element of x, so each x needs a fully known static shape
+    (and a large x makes a large graph)."""
+    from . import array_ops
+
+    xs = xs if isinstance(xs, (list, tuple)) else [xs]
+    result = []
+    with _ops.name_scope(name):
+        first = gradients(ys, xs)
+        for g, x in zip(first, xs):
+            x = _ops.convert_to_tensor(x)
+            if not x.shape.is_fully_defined():
+                raise NotImplementedError(
+                    f"tf.hessians: {x.name} has shape {x.shape}; dtf needs a fully defined "
+                    "shape (it unrolls TF's while_loop over the elements of x)")
+            dims = x.shape.as_list()
+            n = int(np.prod(dims)) if dims else 1
+            if g is None:
+                result.append(array_ops.zeros(dims + dims, dtype=x.dtype))
+                continue
+            flat = array_ops.reshape(g, [-1])
+            rows = []
+            for j in range(n):
+                row = gradients(flat[j], x)[0]
+                rows.append(array_ops.zeros_like(x) if row is None else row)
+            result.append(array_ops.reshape(array_ops.stack(rows), dims + dims))
+    return result

@@ -182,9 +182,11 @@ def _gather_infer(inputs, attrs):
 
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
     """Gathers slices of ``params`` along ``axis`` at ``indices``; an index out of range
-    fails at run time with InvalidArgumentError."""
+    fails at run time with InvalidArgumentError. The first ``batch_dims`` dimensions of
+    both are batch dimensions, each batch entry gathering from its own slice."""
     if batch_dims != 0:
-        raise NotImplementedError("gather with batch_dims != 0 is not supported")
+        from .scatter_nd_ops import batch_gather
+        return batch_gather(params, indices, axis, batch_dims, name)
     axis = 0 if axis is None else axis
     return _apply("GatherV2", name, [(params, "params", None), (indices, "indices", dtypes.int32),
                                      (axis, "axis", dtypes.int32)],

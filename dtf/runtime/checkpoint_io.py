@@ -71,6 +71,11 @@ def _write_temp(path: str, chunks) -> str:
                 _write_chunk(f, chunk)
             f.flush()
             os.fsync(f.fileno())
+    except OSError as e:
+        _remove_quietly(tmp)
+        if e.filename is None:  # a failed write or fsync (disk full) names no file: this one
+            raise OSError(e.errno, e.strerror, path) from e
+        raise
     except BaseException:
         _remove_quietly(tmp)
         raise
@@ -190,6 +195,11 @@ class LegacyReader:
             raise errors.DataLossError(None, None, f"Unable to read checkpoint index {path}: {e}") from None
         if not isinstance(idx, dict) or idx.get("format") != LEGACY_FORMAT:
             raise errors.DataLossError(None, None, f"{path} is not a checkpoint index")
+        data_files = idx.get("data_files")
+        if not isinstance(data_files, list) or not isinstance(idx.get("tensors"), dict):
+            raise errors.DataLossError(None, None, f"{path}: malformed checkpoint index (data_files, tensors)")
+        for name in data_files:
+            _check_data_file_name(path, prefix, name)
         self._index = idx
         self.entries = idx["tensors"]
 
@@ -218,7 +228,11 @@ class LegacyReader:
 
     def read(self, name) -> np.ndarray:
         entry = self._entry(name)
-        path = self.data_files()[entry["shard"]]
+        shard = entry.get("shard") if isinstance(entry, dict) else None
+        if not isinstance(shard, int) or not 0 <= shard < len(self._index["data_files"]):
+            raise errors.DataLossError(None, None, f"Checkpoint {self._prefix}: key {name} names shard "
+                                       f"{shard!r}, not one of its {len(self._index['data_files'])} data files")
+        path = self.data_files()[shard]
         try:
             with open(path, "rb") as f:
                 f.seek(entry["offset"])
@@ -230,6 +244,18 @@ class LegacyReader:
                 None, None, f"Checksum does not match for key {name} in {path}: the checkpoint "
                 "data is truncated or corrupted")
         return _legacy_decode(buf, entry["dtype"], entry["shape"])
+
+
+def _check_data_file_name(index_file: str, prefix: str, name):
+    """A data file an index names must be this checkpoint's own file, beside its index:
+    an index naming ``../x`` or ``/etc/x`` would otherwise have that path read, and deleted
+    when the checkpoint is overwritten or rotated out."""
+    own = os.path.basename(prefix) + ".data-"
+    if (not isinstance(name, str) or not name.startswith(own) or os.path.basename(name) != name
+            or "/" in name or os.sep in name or (os.altsep and os.altsep in name) or "\0" in name):
+        raise errors.DataLossError(
+            None, None, f"{index_file} names data file {name!r}, which is not a file of this "
+            f"checkpoint (expected a name starting {own!r} in the same directory): refused")
 
 
 def _legacy_decode(buf: bytes, dtype: str, shape) -> np.ndarray:

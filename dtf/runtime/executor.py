@@ -435,6 +435,11 @@ def _op_failure(e, node, inputs, ctx) -> errors.OpError:
             new = type(e)(node.name, None, msg)
             return new
         return e
+    if isinstance(e, OSError):  # file I/O in a kernel: TF's class for the errno, path, OS message
+        from dtf.framework import os_errors
+
+        os_error = os_errors.from_os_error(e)
+        return type(os_error)(node.name, None, f'{node.op} "{node.name}"{where}: {os_error.message}')
     shapes = ", ".join(_describe(v) for v in inputs)
     cls = errors.InvalidArgumentError
     if isinstance(e, MemoryError):

@@ -39,6 +39,31 @@ class SummaryImage(Message):
                      (4, "encoded_image_string", "bytes"))
 
 
+class SummaryAudio(Message):
+    FIELDS = _fields((1, "sample_rate", "float"), (2, "num_channels", "int64"),
+                     (3, "length_frames", "int64"), (4, "encoded_audio_string", "bytes"),
+                     (5, "content_type", "string"))
+
+
+class TensorShapeDim(Message):
+    FIELDS = _fields((1, "size", "int64"), (2, "name", "string"))
+
+
+class TensorShapeProto(Message):
+    Dim = TensorShapeDim
+    FIELDS = _fields(Field(2, "dim", "message", TensorShapeDim, repeated=True),
+                     (3, "unknown_rank", "enum"))
+
+
+class TensorProto(Message):
+    """A tensor's value: numbers as little-endian ``tensor_content``, strings in
+    ``string_val`` (what tensor summaries carry)."""
+
+    FIELDS = _fields((1, "dtype", "enum"), (2, "tensor_shape", "message", TensorShapeProto),
+                     (3, "version_number", "enum"), (4, "tensor_content", "bytes"),
+                     Field(8, "string_val", "bytes", repeated=True))
+
+
 class SummaryValue(Message):
     FIELDS = _fields(
         (7, "node_name", "string"), (1, "tag", "string"),
@@ -47,12 +72,15 @@ class SummaryValue(Message):
         Field(3, "obsolete_old_style_histogram", "bytes", oneof="value"),
         Field(4, "image", "message", SummaryImage, oneof="value"),
         Field(5, "histo", "message", HistogramProto, oneof="value"),
+        Field(6, "audio", "message", SummaryAudio, oneof="value"),
+        Field(8, "tensor", "message", TensorProto, oneof="value"),
     )
 
 
 class Summary(Message):
     Value = SummaryValue
     Image = SummaryImage
+    Audio = SummaryAudio
     FIELDS = _fields(Field(1, "value", "message", SummaryValue, repeated=True))
 
 

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 
+from dtf.framework.os_errors import as_tf_errors
 from dtf.summary import proto
 from dtf.summary.records import encode_record
 
@@ -129,10 +130,12 @@ class FileWriter:
             raise NotImplementedError("FileWriter(session=...) writes through TF2 summary ops, "
                                       "which dtf does not provide")
         self._logdir = str(logdir)
-        os.makedirs(self._logdir, exist_ok=True)
         self._options = (max_queue, flush_secs, filename_suffix or "")
         self._seen_summary_tags = set()
-        self._logger = _EventLogger(self._logdir, *self._options)
+        self._run_metadata_tags = set()
+        with as_tf_errors():  # e.g. a read-only logdir: PermissionDeniedError naming it
+            os.makedirs(self._logdir, exist_ok=True)
+            self._logger = _EventLogger(self._logdir, *self._options)
         self._closed = False
         if graph is not None or graph_def is not None:
             self.add_graph(graph, graph_def=graph_def)
@@ -148,7 +151,8 @@ class FileWriter:
     def add_event(self, event):
         """Queues an Event; dropped when the writer is closed, as in TF1."""
         if not self._closed:
-            self._logger.put(event)
+            with as_tf_errors(self._logger.path):  # a write that failed earlier (disk full)
+                self._logger.put(event)
 
     def _add_event(self, event, global_step):
         event.wall_time = time.time()
@@ -173,6 +177,16 @@ class FileWriter:
             else:
                 self._seen_summary_tags.add(value.tag)
 
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Stores a traced step's RunMetadata under ``tag`` (once per tag, as in TF1) for
+        TensorBoard's per-step compute-time view."""
+        from dtf.summary.run_metadata import serialize_run_metadata
+        if tag in self._run_metadata_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._run_metadata_tags.add(tag)
+        tagged = proto.TaggedRunMetadata(tag=tag, run_metadata=serialize_run_metadata(run_metadata))
+        self._add_event(proto.Event(tagged_run_metadata=tagged), global_step)
+
     def add_session_log(self, session_log, global_step=None):
         self._add_event(proto.Event(session_log=session_log), global_step)
 
@@ -187,18 +201,21 @@ class FileWriter:
     def flush(self):
         """Writes every queued event to disk."""
         if not self._closed:
-            self._logger.flush()
+            with as_tf_errors(self._logger.path):
+                self._logger.flush()
 
     def close(self):
         """Flushes and closes the file; ``reopen`` starts a new one."""
         if not self._closed:
             self._closed = True
-            self._logger.close()
+            with as_tf_errors(self._logger.path):
+                self._logger.close()
 
     def reopen(self):
         """After ``close``: starts a new event file in the same logdir."""
         if self._closed:
-            self._logger = _EventLogger(self._logdir, *self._options)
+            with as_tf_errors():
+                self._logger = _EventLogger(self._logdir, *self._options)
             self._closed = False
 
     def __enter__(self):

@@ -20,6 +20,12 @@ from dtf.train.graph_io import *  # noqa: F401,F403
 from dtf.train.meta_graph import *  # noqa: F401,F403
 
 
+def summary_iterator(path):
+    """tf.train.summary_iterator: the Event protos of an event file, in order."""
+    from dtf.summary.reader import summary_iterator as events  # summaries load on first use
+    return events(path)
+
+
 def __getattr__(name):  # tf.train names loaded on first use
     if name == "SaverDef":
         from dtf.framework.graph_pb import SaverDef

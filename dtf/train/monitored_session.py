@@ -362,7 +362,11 @@ class _MonitoredSession:
         finally:
             try:
                 if self._sess is None:
-                    raise RuntimeError("Session is already closed.")
+                    # Leaving on an error with no session: a recovery that gave up. Its
+                    # error is what the user must see last, not this one.
+                    if exception_type is None:
+                        raise RuntimeError("Session is already closed.")
+                    return
                 self._sess.close()
             finally:
                 self._sess = None

@@ -15,6 +15,7 @@ import time
 from dtf.framework import dtypes, errors
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
+from dtf.framework.os_errors import as_tf_errors
 from dtf.ops import state_ops
 from dtf.runtime import checkpoint_io
 from . import training_util
@@ -384,7 +385,8 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     if os.path.abspath(filename) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for "
                            "checkpoint state.  Please use a different save path.")
-    checkpoint_io.atomic_write(filename, [state.to_text().encode()])
+    with as_tf_errors(filename):  # disk full, read-only directory: TF's class, path and OS message
+        checkpoint_io.atomic_write(filename, [state.to_text().encode()])
 
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
@@ -411,8 +413,12 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
     """The prefix of the newest checkpoint in ``checkpoint_dir`` whose files exist, or None."""
     state = get_checkpoint_state(checkpoint_dir, latest_filename)
-    if state and state.model_checkpoint_path and checkpoint_exists(state.model_checkpoint_path):
-        return state.model_checkpoint_path
+    if state and state.model_checkpoint_path:
+        if checkpoint_exists(state.model_checkpoint_path):
+            return state.model_checkpoint_path
+        # Training would silently start over from step 0: say which checkpoint is gone.
+        log.error("Couldn't match files for checkpoint %s (missing %s)", state.model_checkpoint_path,
+                  checkpoint_io.index_path(state.model_checkpoint_path))
     return None
 
 

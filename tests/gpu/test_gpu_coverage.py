@@ -34,6 +34,7 @@ CORE = {**{op: "float32" for op in ELEMENTWISE + REDUCTIONS + ARRAY + NN + STATE
 HOST_ONLY = {
     "SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename", "SelectUninitialized",
     "ScalarSummary", "HistogramSummary", "MergeSummary",
+    "ImageSummary", "AudioSummaryV2", "TensorSummaryV2",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
     "QueueCloseV2", "QueueSizeV2",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",

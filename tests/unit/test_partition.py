@@ -1,6 +1,7 @@
 """Partitioning (dtf/partition.py): placed NodeDefs -> per-device NodeDef lists with
 _Send/_Recv pairs, after ``localize`` copies constants and NoOps next to their consumers."""
 import collections
+import contextlib
 
 import numpy as np
 import pytest
@@ -301,17 +302,22 @@ def test_chained_noops_copied_across_devices_keep_what_the_copies_name():
 # ---- the optimizer step ------------------------------------------------------------------
 
 
-def mlp(seed=3):
-    """A two-layer MLP: variables on the ps, compute on the worker (TF1's classic layout)."""
+def mlp(seed=3, pinned=True):
+    """A two-layer MLP: variables on the ps, compute on the worker (TF1's classic layout).
+    Unpinned, the same graph runs in a plain local Session (which, as TF's, refuses
+    devices of jobs it does not have)."""
+    def on(device):
+        return tf.device(device) if pinned else contextlib.nullcontext()
+
     g = tf.Graph()
     with g.as_default():
         tf.set_random_seed(seed)
-        with tf.device("/job:ps/task:0"):
+        with on("/job:ps/task:0"):
             w1 = tf.Variable(tf.random_normal([4, 8], seed=1), name="w1")
             b1 = tf.Variable(tf.zeros([8]), name="b1")
             w2 = tf.Variable(tf.random_normal([8, 1], seed=2), name="w2")
             gs = tf.train.get_or_create_global_step()
-        with tf.device("/job:worker/task:0"):
+        with on("/job:worker/task:0"):
             x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4) / 10.0, name="x")
             t = tf.constant([[1.0], [0.0], [-1.0]], name="t")
             h = tf.nn.relu(tf.matmul(x, w1) + b1)
@@ -369,19 +375,23 @@ def in_process_cluster(monkeypatch):
         svc.stop()
 
 
-def train_losses(target, steps=4):
-    g, m = mlp()
+def train_losses(target, steps=4, while_open=lambda: None):
+    g, m = mlp(pinned=bool(target))
     with tf.Session(target, graph=g) as sess:
         sess.run(m["init"])
         losses = [sess.run([m["train"], m["loss"]])[1] for _ in range(steps)]
+        while_open()
         return losses, sess.run([m["loss"], m["gs"]])
 
 
 def test_partitioned_training_matches_a_local_session(in_process_cluster):
     target, ps = in_process_cluster
     local, (local_final, local_gs) = train_losses("")
-    dist, (dist_final, dist_gs) = train_losses(target)
-    assert ps.worker.status()["graphs"] >= 1  # the ps really ran partitions of the step
+    ps_graphs = []
+    dist, (dist_final, dist_gs) = train_losses(
+        target, while_open=lambda: ps_graphs.append(ps.worker.status()["graphs"]))
+    assert ps_graphs[0] >= 1  # the ps really ran partitions of the step
+    assert ps.worker.status()["graphs"] == 0  # and released them when the session closed
     assert local_gs == dist_gs == 4
     np.testing.assert_allclose(dist, local, rtol=1e-6)
     np.testing.assert_allclose(dist_final, local_final, rtol=1e-6)

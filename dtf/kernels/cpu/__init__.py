@@ -14,5 +14,8 @@ from . import state  # noqa: F401
 from . import random  # noqa: F401
 from . import nn  # noqa: F401
 from . import summary  # noqa: F401
+from . import summary_media  # noqa: F401
 from . import data_flow  # noqa: F401
+from . import logging  # noqa: F401
+from . import script  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtf.framework import dtypes, errors
+from dtf.framework import dtypes, errors, os_errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels.registry import register_kernel
 from dtf.runtime import checkpoint_io
@@ -326,10 +326,8 @@ def save_v2(node):
         try:
             checkpoint_io.write(_text(prefix), names, tensors,
                                 specs if any(specs) else None)
-        except FileNotFoundError as e:
-            raise errors.NotFoundError(node.name, None, f"{e.strerror}: {e.filename}") from None
-        except PermissionError as e:
-            raise errors.PermissionDeniedError(node.name, None, f"{e.strerror}: {e.filename}") from None
+        except OSError as e:  # disk full, read-only directory...: TF's class, path and OS message
+            raise os_errors.from_os_error(e, node_name=node.name) from None
 
     return compute
 
@@ -356,7 +354,10 @@ def restore_v2(node):
 @register_kernel("MergeV2Checkpoints", "CPU")
 def merge_v2_checkpoints(node):
     def compute(ctx, *inputs):
-        checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+        try:
+            checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+        except OSError as e:
+            raise os_errors.from_os_error(e, node_name=node.name) from None
 
     return compute
 

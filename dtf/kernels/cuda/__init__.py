@@ -14,3 +14,4 @@ from . import slicing  # noqa: F401
 from . import gather  # noqa: F401
 from . import state  # noqa: F401
 from . import host_nn  # noqa: F401
+from . import host_array  # noqa: F401

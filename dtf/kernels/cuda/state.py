@@ -28,3 +28,11 @@ def _on_host(op):
 
 for _op in HOST_OPS + HOST_RUN_OPS:
     register_kernel(_op, "GPU", label="host memory")(_on_host(_op))
+
+# Graph utilities run on the host as well: Print/PrintV2 write and Assert/CheckNumerics
+# inspect values there (TF keeps their inputs in host memory too), a py_func is Python,
+# and IdentityN (custom_gradient's pass-through) only forwards its inputs.
+HOST_RUN_UTILITY_OPS = ("Print", "PrintV2", "Assert", "CheckNumerics", "PyFunc",
+                        "PyFuncStateless", "IdentityN")
+for _op in HOST_RUN_UTILITY_OPS:
+    register_kernel(_op, "GPU", label="host memory")(_on_host(_op))

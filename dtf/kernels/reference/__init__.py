@@ -9,3 +9,13 @@ from . import math  # noqa: F401
 from . import nn  # noqa: F401
 from . import random  # noqa: F401
 from . import conv_extra  # noqa: F401
+from . import scatter_nd  # noqa: F401
+from . import segment  # noqa: F401
+from . import sort  # noqa: F401
+from . import matrix  # noqa: F401
+from . import linalg  # noqa: F401
+from . import special  # noqa: F401
+from . import nn_extra  # noqa: F401
+from . import array_extra  # noqa: F401
+from . import linalg_decomp  # noqa: F401
+from . import logging  # noqa: F401

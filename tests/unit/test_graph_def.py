@@ -212,3 +212,22 @@ def test_tf_text_format_graph_parses_as_its_binary_twin():
         text = from_text(tf.GraphDef, f.read())
     assert text == binary
     assert from_text(tf.GraphDef, str(binary)) == binary  # and dtf's own text round-trips
+
+
+def test_mangled_protobuf_bytes_are_decode_errors_never_another_error():
+    import random
+
+    from dtf.framework.protowire import DecodeError
+
+    data = open(os.path.join(FIXTURES, "meta_ckpt", "model-2.meta"), "rb").read()
+    rng = random.Random(0)
+    for _ in range(300):
+        raw = bytearray(data)
+        for _ in range(rng.randint(1, 5)):
+            raw[rng.randrange(len(raw))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            raw = raw[:rng.randrange(len(raw))]
+        try:
+            tf.MetaGraphDef.FromString(bytes(raw))
+        except DecodeError:
+            pass

@@ -250,3 +250,25 @@ def test_a_tf_sharded_checkpoint_reads_across_its_data_files():
     with tf.Session() as sess:
         tf.train.Saver([a]).restore(sess, prefix)
         assert sess.run(a)[1, 2] == 5
+
+
+def test_a_mangled_index_is_data_loss_never_another_error():
+    import random
+
+    from dtf.runtime import sstable, tensor_bundle
+
+    prefix = os.path.join(TF_CKPT, "model-2")
+    data = open(prefix + ".index", "rb").read()
+    rng = random.Random(1)
+    for _ in range(300):
+        raw = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            raw[rng.randrange(len(raw))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            raw = raw[:rng.randrange(len(raw))]
+        try:
+            reader = tensor_bundle.BundleReader(prefix, sstable.parse(bytes(raw), "x"))
+            for name in reader.names():
+                reader.read(name)
+        except tf.errors.DataLossError:
+            pass

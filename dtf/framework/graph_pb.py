@@ -33,10 +33,16 @@ def datatype_enum(dtype) -> int:
 
 
 def datatype_name(enum: int) -> str:
-    """dtf dtype name of TF's DataType number (a ``_REF`` type gives its base type)."""
+    """dtf dtype name of TF's DataType number (a ``_REF`` type gives its base type);
+    ValueError for a type dtf has no dtype for (bfloat16, complex, resource, ...)."""
+    from . import dtypes
+
     name = DATATYPE_NAME.get(enum % _REF_OFFSET if enum > _REF_OFFSET else enum)
-    if name is None:
-        raise ValueError(f"TensorFlow DataType {enum} is not supported by dtf")
+    try:
+        dtypes.as_dtype(name)
+    except (TypeError, ValueError, KeyError):
+        spelled = next((k for k, v in DATATYPE_NAMES.items() if v == enum), str(enum))
+        raise ValueError(f"TensorFlow DataType {spelled} is not supported by dtf") from None
     return name
 
 

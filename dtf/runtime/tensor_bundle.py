@@ -259,7 +259,10 @@ class BundleReader:
         return [data_path(self._prefix, i, n) for i in range(n)]
 
     def dtype_name(self, name) -> str:
-        return datatype_name(self._entry(name).dtype)
+        try:
+            return datatype_name(self._entry(name).dtype)
+        except ValueError as e:
+            raise errors.UnimplementedError(None, None, f"Checkpoint tensor {name}: {e}") from None
 
     def shape(self, name) -> list:
         return [d.size for d in self._entry(name).shape.dim]
@@ -305,7 +308,7 @@ class BundleReader:
                 buf = f.read(entry.size)
         except FileNotFoundError:
             raise errors.NotFoundError(None, None, f"Checkpoint data file {path} not found") from None
-        dtype, shape = datatype_name(entry.dtype), [d.size for d in entry.shape.dim]
+        dtype, shape = self.dtype_name(name), [d.size for d in entry.shape.dim]
         if len(buf) != entry.size or _checksum(buf, dtype, shape) != entry.crc32c:
             raise errors.DataLossError(
                 None, None, f"Checksum does not match for key {name} in {path}: the checkpoint "

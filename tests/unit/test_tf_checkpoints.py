@@ -272,3 +272,18 @@ def test_a_mangled_index_is_data_loss_never_another_error():
                 reader.read(name)
         except tf.errors.DataLossError:
             pass
+
+
+def test_a_dtype_dtf_lacks_is_named(tmp_path):
+    from dtf.runtime import sstable, tensor_bundle
+
+    entry = tensor_bundle.BundleEntryProto(dtype=14, size=2)  # DT_BFLOAT16
+    entry.shape.dim.add(size=1)
+    prefix = str(tmp_path / "bf16")
+    with open(prefix + ".index", "wb") as f:
+        f.write(sstable.build([(b"", tensor_bundle.header(1)), (b"w", entry.SerializeToString())]))
+    open(prefix + ".data-00000-of-00001", "wb").write(b"\0\0")
+    reader = tf.train.NewCheckpointReader(prefix)
+    assert reader.get_variable_to_shape_map() == {"w": [1]}
+    with pytest.raises(tf.errors.UnimplementedError, match="w: TensorFlow DataType DT_BFLOAT16"):
+        reader.get_tensor("w")

@@ -19,13 +19,19 @@ _IGNORED_ATTRS = frozenset({"_output_shapes", "_user_specified_name", "_has_manu
                             "explicit_paddings", "Truncate", "_XlaCompile", "_XlaScope"})
 
 
+# TF op types dtf spells differently but computes the same way
+_OP_TYPE_ALIASES = {"AddV2": "Add"}
+
+
 def _attr_fixups_cast(attrs):
     attrs.setdefault("T", attrs.get("SrcT"))
 
 
-# TF op types dtf spells differently but computes the same way
-_OP_TYPE_ALIASES = {"AddV2": "Add"}
+# op type -> function(attrs) making a TF node's attrs into what dtf's op definition reads
+_ATTR_FIXUPS = {"Cast": _attr_fixups_cast}
 
+
+# -- TF op types built from dtf ops --------------------------------------------------------
 def _expand_shape_n(node, inputs, attrs):
     """ShapeN (TF's gradients of conv and concat use it): one Shape per input."""
     from dtf.ops import array_ops
@@ -76,10 +82,7 @@ class _Expanded:
         self._ops = [t.op for t in outputs]
 
 
-# op type -> function(attrs) making a TF node's attrs into what dtf's op definition reads
-_ATTR_FIXUPS = {"Cast": _attr_fixups_cast}
-
-
+# -- importing ------------------------------------------------------------------------------
 def _as_graph_def(graph_def) -> pb.GraphDef:
     if isinstance(graph_def, pb.GraphDef):
         return graph_def

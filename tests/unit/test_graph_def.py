@@ -231,3 +231,21 @@ def test_mangled_protobuf_bytes_are_decode_errors_never_another_error():
             tf.MetaGraphDef.FromString(bytes(raw))
         except DecodeError:
             pass
+
+
+def test_make_tensor_proto_and_make_ndarray():
+    proto = tf.make_tensor_proto(3, shape=[2, 2])
+    assert proto.dtype == 3 and tf.make_ndarray(proto).tolist() == [[3, 3], [3, 3]]
+    assert tf.make_ndarray(tf.make_tensor_proto([1, 2, 3], shape=[2, 2])).tolist() == [[1, 2], [3, 3]]
+    assert tf.make_ndarray(tf.make_tensor_proto([1, 2], dtype=tf.float32)).dtype == np.float32
+    assert tf.make_ndarray(tf.make_tensor_proto(["a", b"b"])).tolist() == [b"a", b"b"]
+    with pytest.raises(TypeError, match="Expected int32"):
+        tf.make_tensor_proto(1.5, dtype=tf.int32)
+    with pytest.raises(TypeError, match="Expected Tensor's shape"):
+        tf.make_tensor_proto([1, 2], shape=[3], verify_shape=True)
+    with pytest.raises(NotImplementedError, match="allow_broadcast"):
+        tf.make_tensor_proto([1, 2], shape=[4], allow_broadcast=True)
+    # TF's encoding for a partly filled value (int_val: 3 only) reads back filled
+    sparse = graph_pb.TensorProto(dtype=3, int_val=[3])
+    sparse.tensor_shape.dim.add(size=3)
+    assert tf.make_ndarray(sparse).tolist() == [3, 3, 3]

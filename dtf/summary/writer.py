@@ -198,6 +198,12 @@ class FileWriter:
         serialized = _serialized_graph_def(graph, graph_def)
         self._add_event(proto.Event(graph_def=serialized), global_step)
 
+    def add_meta_graph(self, meta_graph_def, global_step=None):
+        """Adds a MetaGraphDef (TensorBoard shows its graph when the event file has none)."""
+        if not hasattr(meta_graph_def, "SerializeToString"):
+            raise TypeError(f"meta_graph_def must be a MetaGraphDef proto, got {type(meta_graph_def).__name__}")
+        self._add_event(proto.Event(meta_graph_def=meta_graph_def.SerializeToString()), global_step)
+
     def flush(self):
         """Writes every queued event to disk."""
         if not self._closed:

@@ -168,3 +168,20 @@ def test_tf_meta_graph_with_a_partitioned_variable_trains_on_as_tf_did(tmp_path)
     reader = tf.train.NewCheckpointReader(again)
     assert reader.get_variable_to_shape_map()["part"] == [3, 2]
     np.testing.assert_array_equal(reader.get_tensor("part"), np.concatenate(halves))
+
+
+def test_monitored_training_session_writes_graph_pbtxt_and_meta_graph_events(tmp_path):
+    from dtf.framework.prototext import from_text
+    from dtf.summary import summary_iterator
+
+    x = tf.Variable(1.0, name="x")
+    step = tf.train.get_or_create_global_step()
+    train = tf.group(x.assign_add(1.0), step.assign_add(1))
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+        sess.run(train)
+    graph = from_text(tf.GraphDef, (tmp_path / "graph.pbtxt").read_text())
+    assert "x" in {n.name for n in graph.node}
+    (events,) = [str(p) for p in tmp_path.iterdir() if p.name.startswith("events.out")]
+    kinds = [e.WhichOneof("what") for e in summary_iterator(events)]
+    assert "graph_def" in kinds and "meta_graph_def" in kinds
+    assert any(p.name.endswith(".meta") for p in tmp_path.iterdir())

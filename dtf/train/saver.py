@@ -241,8 +241,9 @@ class Saver:
 
     def _write_meta_graph(self, sess, filename):
         graph = getattr(sess, "graph", None) or _ops.get_default_graph()
-        # Encoding an 800-op graph takes ~0.4 s in Python; a graph and collections unchanged
-        # since the last save give the same bytes, so those are written again.
+        # Encoding an 800-op graph takes ~0.4 s in Python, so while the graph's version and
+        # its collections' sizes are those of the last save, the last bytes are written again
+        # (a collection whose items were swapped one for one keeps its old meta graph).
         key = (id(graph), graph.version,
                tuple(sorted((str(k), len(v)) for k, v in graph._collections.items())))
         if self._meta_graph_cache is None or self._meta_graph_cache[0] != key:

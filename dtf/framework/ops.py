@@ -207,16 +207,11 @@ class Operation:
     attrs = property(lambda self: self._attrs)
 
     @property
-    def node_def(self) -> dict:
-        """This op as plain data (what the wire and the executor see)."""
-        return {
-            "name": self._name,
-            "op": self._type,
-            "input": [t.name for t in self._inputs] + [f"^{c.name}" for c in self._control_inputs],
-            "device": self._device,
-            "attr": dict(self._attrs),
-            "output_dtypes": [t.dtype.name for t in self._outputs],
-        }
+    def node_def(self):
+        """This op as TF's NodeDef proto (``.name``, ``.op``, ``.input``, ``.device``, ``.attr``)."""
+        from .graph_io import node_def
+
+        return node_def(self)
 
     def get_attr(self, name):
         try:
@@ -612,9 +607,13 @@ class Graph:
         return False
 
     def as_graph_def(self, from_version=None, add_shapes=False):
-        from .graph_def import graph_to_def
+        """This graph as TF's GraphDef proto (``add_shapes``: each node's output shapes in
+        its ``_output_shapes`` attr)."""
+        if from_version is not None:
+            raise NotImplementedError("as_graph_def: from_version is not supported by dtf")
+        from .graph_io import graph_def
 
-        return graph_to_def(self)
+        return graph_def(self, add_shapes=add_shapes)
 
     def is_fetchable(self, tensor_or_op):
         return True

@@ -1,27 +1,27 @@
 """``tf.train.Example`` and its parts (tensorflow/core/example/{example,feature}.proto),
-hand-encoded with the message codec of the event files: the bytes read the same in TF's
-generated classes, and no protobuf dependency is needed."""
+hand-encoded with dtf's protobuf codec (dtf/framework/protowire.py): the bytes read the
+same in TF's generated classes, and no protobuf dependency is needed."""
 from __future__ import annotations
 
-from dtf.summary.proto import (
-    _LEN, DecodeError, Field, Message, _fields, _len_delimited, _read_chunk, _read_varint, _skip,
+from dtf.framework.protowire import (
+    LEN, DecodeError, Field, Message, decode_varint, fields, len_delimited, read_chunk, skip_field,
 )
 
 
 class BytesList(Message):
-    FIELDS = _fields(Field(1, "value", "bytes", repeated=True))
+    FIELDS = fields(Field(1, "value", "bytes", repeated=True))
 
 
 class FloatList(Message):
-    FIELDS = _fields(Field(1, "value", "packed_float", repeated=True))
+    FIELDS = fields(Field(1, "value", "float", repeated=True, packed=True))
 
 
 class Int64List(Message):
-    FIELDS = _fields(Field(1, "value", "packed_int64", repeated=True))
+    FIELDS = fields(Field(1, "value", "int64", repeated=True, packed=True))
 
 
 class Feature(Message):
-    FIELDS = _fields(
+    FIELDS = fields(
         Field(1, "bytes_list", "message", BytesList, oneof="kind"),
         Field(2, "float_list", "message", FloatList, oneof="kind"),
         Field(3, "int64_list", "message", Int64List, oneof="kind"),
@@ -79,7 +79,7 @@ class _MapHolder(Message):
         number = self.MAP[0]
         m = self._map()
         return b"".join(
-            _len_delimited(number, _len_delimited(1, k.encode()) + _len_delimited(2, m[k].SerializeToString()))
+            len_delimited(number, len_delimited(1, k.encode()) + len_delimited(2, m[k].SerializeToString()))
             for k in sorted(m))
 
     def MergeFromString(self, data) -> int:  # noqa: N802
@@ -88,25 +88,25 @@ class _MapHolder(Message):
         m = self._map()
         pos = 0
         while pos < len(data):
-            tag, pos = _read_varint(data, pos)
-            if tag >> 3 != number or tag & 7 != _LEN:
-                pos = _skip(tag & 7, data, pos)
+            tag, pos = decode_varint(data, pos)
+            if tag >> 3 != number or tag & 7 != LEN:
+                pos = skip_field(tag & 7, data, pos)
                 continue
-            entry, pos = _read_chunk(data, pos)
+            entry, pos = read_chunk(data, pos)
             key, value, at = "", value_cls(), 0
             while at < len(entry):
-                etag, at = _read_varint(entry, at)
-                if etag == (1 << 3) | _LEN:
-                    raw, at = _read_chunk(entry, at)
+                etag, at = decode_varint(entry, at)
+                if etag == (1 << 3) | LEN:
+                    raw, at = read_chunk(entry, at)
                     try:
                         key = raw.decode("utf-8")
                     except UnicodeDecodeError as e:
                         raise DecodeError(f"map key is not valid UTF-8: {e}") from None
-                elif etag == (2 << 3) | _LEN:
-                    raw, at = _read_chunk(entry, at)
+                elif etag == (2 << 3) | LEN:
+                    raw, at = read_chunk(entry, at)
                     value.MergeFromString(raw)
                 else:
-                    at = _skip(etag & 7, entry, at)
+                    at = skip_field(etag & 7, entry, at)
             m[key] = value
         return len(data)
 
@@ -119,7 +119,7 @@ class Features(_MapHolder):
 
 
 class FeatureList(Message):
-    FIELDS = _fields(Field(1, "feature", "message", Feature, repeated=True))
+    FIELDS = fields(Field(1, "feature", "message", Feature, repeated=True))
 
 
 class FeatureLists(_MapHolder):
@@ -127,11 +127,11 @@ class FeatureLists(_MapHolder):
 
 
 class Example(Message):
-    FIELDS = _fields((1, "features", "message", Features))
+    FIELDS = fields((1, "features", "message", Features))
 
 
 class SequenceExample(Message):
-    FIELDS = _fields((1, "context", "message", Features),
+    FIELDS = fields((1, "context", "message", Features),
                      (2, "feature_lists", "message", FeatureLists))
 
 

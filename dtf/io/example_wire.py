@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtf.summary.proto import DecodeError, _read_varint
+from dtf.framework.protowire import DecodeError, decode_varint
 
 BYTES, FLOAT, INT64 = 1, 2, 3
-_LEN = 2
+LEN = 2
 
 
-def _skip(wire, data, pos):
+def skip_field(wire, data, pos):
     if wire == 0:
-        return _read_varint(data, pos)[1]
+        return decode_varint(data, pos)[1]
     size = {1: 8, 5: 4}.get(wire)
     if size is None or pos + size > len(data):
         raise DecodeError(f"Cannot skip a field with wire type {wire}")
@@ -25,32 +25,32 @@ def _skip(wire, data, pos):
 
 
 def _chunk(data, pos):
-    n, pos = _read_varint(data, pos)
+    n, pos = decode_varint(data, pos)
     end = pos + n
     if end > len(data):
         raise DecodeError("Truncated length-delimited field")
     return pos, end
 
 
-def _fields(data, start, end):
+def fields(data, start, end):
     """(field number, wire type, value start, value end) of each field in data[start:end];
     for a varint, start is the value itself and end the next position."""
     pos = start
     while pos < end:
-        tag, pos = _read_varint(data, pos)
+        tag, pos = decode_varint(data, pos)
         number, wire = tag >> 3, tag & 7
-        if wire == _LEN:
+        if wire == LEN:
             a, b = _chunk(data, pos)
             if b > end:
                 raise DecodeError("Truncated length-delimited field")
             yield number, wire, a, b
             pos = b
         elif wire == 0:
-            value, nxt = _read_varint(data, pos)
+            value, nxt = decode_varint(data, pos)
             yield number, wire, value, nxt
             pos = nxt
         else:
-            nxt = _skip(wire, data, pos)
+            nxt = skip_field(wire, data, pos)
             yield number, wire, pos, nxt
             pos = nxt
 
@@ -58,31 +58,31 @@ def _fields(data, start, end):
 def _varints(data, a, b):
     out = []
     while a < b:
-        v, a = _read_varint(data, a)
+        v, a = decode_varint(data, a)
         out.append(v - (1 << 64) if v >= 1 << 63 else v)
     return out
 
 
 def _feature_values(data, a, b):
     """(kind, values) of a serialized Feature; kind 0 for an empty Feature."""
-    for kind, wire, fa, fb in _fields(data, a, b):
-        if wire != _LEN or kind not in (BYTES, FLOAT, INT64):
+    for kind, wire, fa, fb in fields(data, a, b):
+        if wire != LEN or kind not in (BYTES, FLOAT, INT64):
             continue
         if kind == BYTES:
-            return BYTES, [bytes(data[x:y]) for n, w, x, y in _fields(data, fa, fb)
-                           if n == 1 and w == _LEN]
+            return BYTES, [bytes(data[x:y]) for n, w, x, y in fields(data, fa, fb)
+                           if n == 1 and w == LEN]
         values: list = []
-        for n, w, x, y in _fields(data, fa, fb):
+        for n, w, x, y in fields(data, fa, fb):
             if n != 1:
                 continue
             if kind == FLOAT:
-                if w == _LEN:
+                if w == LEN:
                     if (y - x) % 4:
                         raise DecodeError("packed floats' length is not a multiple of 4")
                     values.append(np.frombuffer(data, "<f4", (y - x) // 4, x))
                 elif w == 5:
                     values.append(np.frombuffer(data, "<f4", 1, x))
-            elif w == _LEN:
+            elif w == LEN:
                 values.extend(_varints(data, x, y))
             elif w == 0:
                 values.append(x - (1 << 64) if x >= 1 << 63 else x)
@@ -102,17 +102,17 @@ def example_features(data: bytes) -> dict:
 
 def _example_features_generic(data) -> dict:
     out = {}
-    for n, w, a, b in _fields(data, 0, len(data)):
-        if n != 1 or w != _LEN:
+    for n, w, a, b in fields(data, 0, len(data)):
+        if n != 1 or w != LEN:
             continue
-        for fn, fw, fa, fb in _fields(data, a, b):  # Features
-            if fn != 1 or fw != _LEN:
+        for fn, fw, fa, fb in fields(data, a, b):  # Features
+            if fn != 1 or fw != LEN:
                 continue
             key, value = "", (0, [])
-            for en, ew, ea, eb in _fields(data, fa, fb):  # map entry
-                if en == 1 and ew == _LEN:
+            for en, ew, ea, eb in fields(data, fa, fb):  # map entry
+                if en == 1 and ew == LEN:
                     key = bytes(data[ea:eb]).decode("utf-8", "replace")
-                elif en == 2 and ew == _LEN:
+                elif en == 2 and ew == LEN:
                     value = _feature_values(data, ea, eb)
             out[key] = value
     return out
@@ -128,7 +128,7 @@ def _length(data, pos, end):
     if b < 0x80:
         n, pos = b, pos + 1
     else:
-        n, pos = _read_varint(data, pos)
+        n, pos = decode_varint(data, pos)
     if pos + n > end:
         raise DecodeError("Truncated length-delimited field")
     return n, pos

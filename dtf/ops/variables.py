@@ -30,7 +30,10 @@ class Variable:
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
         if variable_def is not None:
-            raise NotImplementedError("Variable(variable_def=...) is not supported")
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if constraint is not None and not callable(constraint):
@@ -82,6 +85,34 @@ class Variable:
                 self._initializer_op = state_ops.assign(
                     self._variable, self._initial_value, validate_shape=validate_shape).op
                 self._snapshot = _identity(self._variable, "read")
+
+    def _init_from_proto(self, variable_def, import_scope=None):
+        """Wraps the ops a VariableDef names (in a graph already imported) as a Variable."""
+        from dtf.train.meta_graph import prepend_name_scope
+
+        graph = _ops.get_default_graph()
+
+        def element(name):
+            return graph.as_graph_element(prepend_name_scope(name, import_scope))
+
+        self._variable = element(variable_def.variable_name)
+        self._initializer_op = element(variable_def.initializer_name)
+        self._snapshot = element(variable_def.snapshot_name)
+        self._initial_value = (element(variable_def.initial_value_name)
+                               if variable_def.initial_value_name else None)
+        self._trainable = variable_def.trainable
+        self._constraint = None
+        self._save_slice_info = None
+
+    def to_proto(self, export_scope=None):
+        """This variable as a VariableDef proto (what a MetaGraphDef's collections hold)."""
+        from dtf.train.meta_graph import variable_def
+
+        return variable_def(self, export_scope)
+
+    @staticmethod
+    def from_proto(variable_def, import_scope=None):
+        return Variable(variable_def=variable_def, import_scope=import_scope)
 
     # -- properties ------------------------------------------------------------------
     name = property(lambda self: self._variable.name)

@@ -1,23 +1,15 @@
 """TFRecord framing, the container format of event files.
 
 Each record is ``uint64 length | uint32 masked_crc32c(length) | data |
-uint32 masked_crc32c(data)``, little-endian. CRC-32C (Castagnoli) comes from dtf.io.crc32c
-(compiled for long records, Python for short ones).
+uint32 masked_crc32c(data)``, little-endian. CRC-32C (Castagnoli) comes from
+dtf/framework/crc32c.py (compiled for long records, Python for short ones).
 """
 from __future__ import annotations
 
 import struct
 
 from dtf.framework import errors
-from dtf.io.crc32c import crc32c
-
-_MASK_DELTA = 0xA282EAD8
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TF masks stored CRCs so that a CRC of data containing CRCs stays well distributed."""
-    crc = crc32c(data)
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
+from dtf.framework.crc32c import crc32c, masked_crc32c  # noqa: F401 - crc32c re-exported
 
 
 def encode_record(data: bytes) -> bytes:

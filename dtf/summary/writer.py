@@ -19,7 +19,6 @@ from dtf.summary import proto
 from dtf.summary.records import encode_record
 
 _FILE_VERSION = "brain.Event:2"
-_GRAPH_DEF_PRODUCER = 27  # a TF1-era GraphDef version; TensorBoard only displays it
 _STOP = object()  # queue sentinel
 
 
@@ -104,24 +103,18 @@ class _EventLogger:
             self._file.close()
 
 
-def _input_name(name: str) -> str:
-    """GraphDef spells output 0 of op "x" as "x", the others "x:1", controls "^x"."""
-    return name[:-2] if name.endswith(":0") and not name.startswith("^") else name
+def graph_def_proto(graph):
+    """The GraphDef proto of a dtf Graph (nodes, inputs, devices and attrs), for TensorBoard:
+    an attr with no GraphDef form is left out of the picture rather than failing the writer."""
+    from dtf.framework.graph_io import graph_def
 
-
-def graph_def_proto(graph) -> proto.GraphDef:
-    """The GraphDef proto (names, ops, inputs, devices) of a dtf Graph, for TensorBoard."""
-    gd = proto.GraphDef(versions=proto.VersionDef(producer=_GRAPH_DEF_PRODUCER))
-    for node in graph.as_graph_def():
-        gd.node.add(name=node["name"], op=node["op"], device=node.get("device", ""),
-                    input=[_input_name(i) for i in node["input"]])
-    return gd
+    return graph_def(graph, skip_unencodable=True, add_shapes=True)
 
 
 def _serialized_graph_def(graph, graph_def) -> bytes:
     if graph is not None:
         return graph_def_proto(graph).SerializeToString()
-    if isinstance(graph_def, proto.GraphDef):
+    if hasattr(graph_def, "SerializeToString"):
         return graph_def.SerializeToString()
     if isinstance(graph_def, (bytes, bytearray)):
         return bytes(graph_def)
@@ -204,6 +197,12 @@ class FileWriter:
             raise ValueError("Exactly one of graph and graph_def must be given")
         serialized = _serialized_graph_def(graph, graph_def)
         self._add_event(proto.Event(graph_def=serialized), global_step)
+
+    def add_meta_graph(self, meta_graph_def, global_step=None):
+        """Adds a MetaGraphDef (TensorBoard shows its graph when the event file has none)."""
+        if not hasattr(meta_graph_def, "SerializeToString"):
+            raise TypeError(f"meta_graph_def must be a MetaGraphDef proto, got {type(meta_graph_def).__name__}")
+        self._add_event(proto.Event(meta_graph_def=meta_graph_def.SerializeToString()), global_step)
 
     def flush(self):
         """Writes every queued event to disk."""

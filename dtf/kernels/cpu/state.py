@@ -322,8 +322,10 @@ def save_v2(node):
         if len(names) != len(tensors):
             raise errors.InvalidArgumentError(
                 node.name, None, f"Got {len(names)} tensor names but {len(tensors)} tensors")
+        specs = _texts(slices)
         try:
-            checkpoint_io.write(_text(prefix), names, tensors)
+            checkpoint_io.write(_text(prefix), names, tensors,
+                                specs if any(specs) else None)
         except OSError as e:  # disk full, read-only directory...: TF's class, path and OS message
             raise os_errors.from_os_error(e, node_name=node.name) from None
 
@@ -335,17 +337,15 @@ def restore_v2(node):
     want = node.attrs["dtypes"]
 
     def compute(ctx, prefix, names, slices):
-        prefix = _text(prefix)
-        index = checkpoint_io.read_index(prefix)
+        reader = checkpoint_io.open_reader(_text(prefix))
         out = []
-        for name, dt in zip(_texts(names), want):
-            arr = checkpoint_io.read_tensor(prefix, index, name)
-            stored = index["tensors"][name]["dtype"]
+        for name, spec, dt in zip(_texts(names), _texts(slices), want):
+            stored = reader.dtype_name(name)
             if stored != dt.name:
                 raise errors.InvalidArgumentError(
                     node.name, None, f"tensor_name = {name}; expected dtype {dt.name} does not "
                     f"equal original dtype {stored}")
-            out.append(arr)
+            out.append(reader.read_slice(name, spec) if spec else reader.read(name))
         return out[0] if len(out) == 1 else tuple(out)
 
     return compute

@@ -120,7 +120,7 @@ def _list_values(feature):
 @reference("ParseSingleSequenceExample")
 def parse_single_sequence_example(attrs, serialized, *context_defaults):
     from dtf.io.example_pb import SequenceExample
-    from dtf.summary.proto import DecodeError as ProtoDecodeError
+    from dtf.framework.protowire import DecodeError as ProtoDecodeError
 
     record = _record_bytes(serialized.item() if isinstance(serialized, np.ndarray) else serialized)
     try:

@@ -104,9 +104,20 @@ def trace(fn, components, element_structure, name, returns_dataset=False):
             return TracedFunction(graph, phs, [], None, result)
         if isinstance(result, list):
             result = tuple(result)
-        flat = [graph.capture(_ops.convert_to_tensor(x)) for x in nest.flatten(result)]
+        flat = [graph.capture(_ops.convert_to_tensor(_dense_leaf(x, name)))
+                for x in nest.flatten(result)]
         structure = nest.pack_sequence_as(result, flat)
     return TracedFunction(graph, phs, flat, structure, result)
+
+
+def _dense_leaf(x, name):
+    from dtf.ops.sparse_ops import SparseTensor
+
+    if isinstance(x, SparseTensor):  # datasets of dtf carry dense components only
+        raise TypeError(f"`{name}` returned a SparseTensor (e.g. from a VarLenFeature): dtf "
+                        "datasets have no sparse components; return tf.sparse.to_dense(...) "
+                        "or parse after batching, outside the dataset")
+    return x
 
 
 class Function:

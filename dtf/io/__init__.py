@@ -16,6 +16,7 @@ _NAMES = {
     "parse_single_sequence_example": "dtf.io.parsing_ops",
     "decode_raw": "dtf.io.parsing_ops", "matching_files": "dtf.io.parsing_ops",
     "decode_csv": "dtf.io.parsing_ops",
+    "VarLenFeature": "dtf.io.parsing_ops",
 }
 
 

@@ -1,5 +1,6 @@
 """Example parsing and raw decoding: ``tf.parse_single_example``, ``tf.parse_example``,
-``FixedLenFeature``, ``FixedLenSequenceFeature``, ``tf.decode_raw``, ``tf.matching_files``.
+``FixedLenFeature``, ``FixedLenSequenceFeature``, ``VarLenFeature`` (parsed into a
+``tf.SparseTensor``), ``tf.decode_raw``, ``tf.matching_files``.
 
 Kernels (numpy references in dtf/kernels/reference/parsing.py) read records with the
 wire-level reader of dtf/io/example_wire.py.
@@ -17,7 +18,7 @@ from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "decode_csv", "decode_raw",
            "matching_files", "parse_example", "parse_single_example",
-           "parse_single_sequence_example"]
+           "parse_single_sequence_example", "VarLenFeature"]
 
 _PARSEABLE = (_dtypes.float32, _dtypes.int64, _dtypes.string)
 
@@ -37,11 +38,22 @@ class FixedLenSequenceFeature(collections.namedtuple(
         return super().__new__(cls, shape, dtype, allow_missing, default_value)
 
 
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A feature with any number of values per example, parsed into a tf.SparseTensor."""
+
+
 def _parse_infer(inputs, attrs):
     lead = [] if attrs["_single"] else list(inputs[0].shape.as_list() or [None]) \
         if inputs[0].shape.ndims is not None else [None]
-    return [(dt, TensorShape(lead + ([None] if var else []) + list(shape)))
-            for dt, shape, var in zip(attrs["Tdense"], attrs["dense_shapes"], attrs["variable"])]
+    # TF's output order: every sparse feature's indices, then values, then dense shapes.
+    rank = 1 if attrs["_single"] else 2
+    sparse_types = attrs.get("sparse_types", [])
+    sparse = ([(_dtypes.int64, TensorShape([None, rank]))] * len(sparse_types)
+              + [(dt, TensorShape([None])) for dt in sparse_types]
+              + [(_dtypes.int64, TensorShape([rank]))] * len(sparse_types))
+    return sparse + [(dt, TensorShape(lead + ([None] if var else []) + list(shape)))
+                     for dt, shape, var in zip(attrs["Tdense"], attrs["dense_shapes"],
+                                               attrs["variable"])]
 
 
 @register_op("ParseSingleSequenceExample")
@@ -73,18 +85,32 @@ for _op in ("ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", 
     NotDifferentiable(_op)
 
 
-def _dense_specs(features):
+def _parseable_dtype(key, f):
+    dtype = _dtypes.as_dtype(f.dtype)
+    if dtype not in _PARSEABLE:
+        raise ValueError(f"Feature {key!r}: dtype {dtype.name} is not one of float32, int64, string")
+    return dtype
+
+
+def _sparse_specs(features):
+    """The VarLenFeatures' keys and dtypes, sorted by key (as TF orders them)."""
+    keys = sorted(k for k, f in features.items() if isinstance(f, VarLenFeature))
+    return keys, [_parseable_dtype(k, features[k]) for k in keys]
+
+
+def _dense_specs(features, allow_sparse=False):
     if not isinstance(features, dict) or not features:
         raise ValueError("features must be a non-empty dict of feature configurations")
     keys, types, shapes, variable, defaults = [], [], [], [], []
     for key in sorted(features):
         f = features[key]
+        if allow_sparse and isinstance(f, VarLenFeature):
+            continue
         if not isinstance(f, (FixedLenFeature, FixedLenSequenceFeature)):
             raise ValueError(f"Unsupported feature configuration for {key!r}: {f!r} (dtf parses "
-                             "FixedLenFeature and FixedLenSequenceFeature)")
-        dtype = _dtypes.as_dtype(f.dtype)
-        if dtype not in _PARSEABLE:
-            raise ValueError(f"Feature {key!r}: dtype {dtype.name} is not one of float32, int64, string")
+                             "FixedLenFeature and FixedLenSequenceFeature"
+                             + (", and VarLenFeature here)" if allow_sparse else " here)"))
+        dtype = _parseable_dtype(key, f)
         shape = as_shape(f.shape)
         if not shape.is_fully_defined():
             raise ValueError(f"Feature {key!r}: shape {shape} must be fully defined")
@@ -112,21 +138,31 @@ def _dense_specs(features):
 def _parse(op_type, serialized, features, name, default_name):
     with _ops.name_scope(name, default_name, [serialized]):
         serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
-        keys, types, shapes, variable, defaults = _dense_specs(features)
+        keys, types, shapes, variable, defaults = _dense_specs(features, allow_sparse=True)
+        sparse_keys, sparse_types = _sparse_specs(features)
         op = _ops.make_op(op_type, [serialized] + defaults, {
             "dense_keys": keys, "Tdense": types, "dense_shapes": shapes, "variable": variable,
-            "Ndense": len(keys)}, name=op_type)
-    return dict(zip(keys, op.outputs))
+            "Ndense": len(keys), "sparse_keys": sparse_keys, "sparse_types": sparse_types,
+            "Nsparse": len(sparse_keys)}, name=op_type)
+    from dtf.ops.sparse_ops import SparseTensor
+
+    outs, n = list(op.outputs), len(sparse_keys)
+    parsed = {key: SparseTensor(outs[i], outs[n + i], outs[2 * n + i])
+              for i, key in enumerate(sparse_keys)}
+    parsed.update(zip(keys, outs[3 * n:]))
+    return parsed
 
 
 def parse_example(serialized, features, name=None, example_names=None):
     """Parses a batch (1-D string tensor) of serialized Examples into a dict of tensors,
-    each with the batch as dimension 0."""
+    each with the batch as dimension 0; a VarLenFeature gives a SparseTensor of dense
+    shape [batch, most values in one example]."""
     return _parse("ParseExample", serialized, features, name, "ParseExample")
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):
-    """Parses one serialized Example (a scalar string) into a dict of tensors."""
+    """Parses one serialized Example (a scalar string) into a dict of tensors; a
+    VarLenFeature gives a 1-D SparseTensor of its values."""
     return _parse("ParseSingleExample", serialized, features, name, "ParseSingleExample")
 
 

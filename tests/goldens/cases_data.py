@@ -182,6 +182,42 @@ def parse_example_and_decode_raw(tf):
 
 
 @case
+def parse_var_len_features_to_sparse(tf):
+    rng = np.random.RandomState(6)
+    records = []
+    for n in (3, 0, 1, 4):
+        feature = {"ids": tf.train.Feature(int64_list=tf.train.Int64List(
+                       value=rng.randint(-50, 2 ** 40, n).tolist())),
+                   "x": tf.train.Feature(float_list=tf.train.FloatList(
+                       value=rng.randn(n).astype(np.float32).tolist()))}
+        if n:
+            feature["words"] = tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[b"w%d" % k for k in range(n)]))
+        records.append(tf.train.Example(features=tf.train.Features(feature=feature))
+                       .SerializeToString())
+    s = tf.placeholder(tf.string, [None])
+    parsed = tf.parse_example(s, {"ids": tf.VarLenFeature(tf.int64),
+                                  "x": tf.io.VarLenFeature(tf.float32),
+                                  "words": tf.VarLenFeature(tf.string),
+                                  "fixed": tf.FixedLenFeature([], tf.int64, default_value=5)})
+    one = tf.parse_single_example(s[3], {"x": tf.VarLenFeature(tf.float32)})
+    empty = tf.parse_single_example(s[1], {"words": tf.VarLenFeature(tf.string)})
+    out = {"fixed": parsed["fixed"],
+           "ids_dense": tf.sparse.to_dense(parsed["ids"]),
+           "x_dense": tf.sparse_tensor_to_dense(parsed["x"], default_value=-1.0),
+           "words_dense": tf.sparse.to_dense(parsed["words"], default_value=""),
+           "one_dense": tf.sparse.to_dense(one["x"])}
+    for key in ("ids", "x", "words"):
+        sp = parsed[key]
+        out.update({f"{key}_indices": sp.indices, f"{key}_values": sp.values,
+                    f"{key}_shape": sp.dense_shape})
+    out.update({"one_indices": one["x"].indices, "one_shape": one["x"].dense_shape,
+                "empty_indices": empty["words"].indices, "empty_shape": empty["words"].dense_shape,
+                "empty_values": empty["words"].values})
+    return out, {s: records}
+
+
+@case
 def tfrecord_dataset_of_tf_written_file(tf):
     import os
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",

@@ -57,13 +57,20 @@ def _parse(attrs, serialized, defaults, single):
         else list(np.asarray(serialized, dtype=object).reshape(-1))
     keys, types, shapes = attrs["dense_keys"], attrs["Tdense"], attrs["dense_shapes"]
     variable = attrs["variable"]
+    sparse_keys, sparse_types = attrs.get("sparse_keys", []), attrs.get("sparse_types", [])
     columns = [[] for _ in keys]
+    sparse_columns = [[] for _ in sparse_keys]
     for index, record in enumerate(records):
         try:
             feats = example_features(_record_bytes(record))
         except DecodeError as e:
             raise errors.InvalidArgumentError(
                 None, None, f"Could not parse example input (example {index}): {e}") from None
+        for i, key in enumerate(sparse_keys):
+            found = feats.get(key)
+            sparse_columns[i].append(
+                _values(key, sparse_types[i], *found, [], True, index) if found is not None
+                else _values(key, sparse_types[i], 0, [], [], True, index))
         for i, key in enumerate(keys):
             found = feats.get(key)
             if found is None:
@@ -78,10 +85,10 @@ def _parse(attrs, serialized, defaults, single):
                 columns[i].append(default.reshape(shapes[i]))
                 continue
             columns[i].append(_values(key, types[i], *found, shapes[i], variable[i], index))
+    out = _sparse_outputs(sparse_columns, sparse_types, single)
     if single and not any(variable):
-        out = [col[0] for col in columns]
+        out += [col[0] for col in columns]
         return tuple(out) if len(out) != 1 else out[0]
-    out = []
     for i, col in enumerate(columns):
         if variable[i]:
             longest = max((c.shape[0] for c in col), default=0)
@@ -97,6 +104,26 @@ def _parse(attrs, serialized, defaults, single):
                                                      else types[i].as_numpy_dtype)
         out.append(col[0] if single else col.reshape(np.shape(serialized) + col.shape[1:]))
     return tuple(out) if len(out) != 1 else out[0]
+
+
+def _sparse_outputs(sparse_columns, sparse_types, single):
+    """Per VarLenFeature (in TF's order: all indices, all values, all dense shapes): the
+    position of each value, as [example, j] in a batch or [j] in a single example."""
+    indices, values, shapes = [], [], []
+    for col, dtype in zip(sparse_columns, sparse_types):
+        lengths = [len(c) for c in col]
+        j = np.concatenate([np.arange(n) for n in lengths]).astype(np.int64) if col else \
+            np.zeros([0], np.int64)
+        if single:
+            indices.append(j.reshape(-1, 1))
+            shapes.append(np.asarray([lengths[0]], np.int64))
+        else:
+            rows = np.repeat(np.arange(len(col), dtype=np.int64), lengths)
+            indices.append(np.stack([rows, j], axis=1))
+            shapes.append(np.asarray([len(col), max(lengths, default=0)], np.int64))
+        values.append(np.concatenate(col) if col else
+                      np.zeros([0], object if dtype.name == "string" else dtype.as_numpy_dtype))
+    return indices + values + shapes
 
 
 @reference("ParseExample")

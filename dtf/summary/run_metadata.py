@@ -3,7 +3,8 @@ framework/step_stats.proto): the per-device, per-node timings of a traced step, 
 FileWriter.add_run_metadata stores in an event."""
 from __future__ import annotations
 
-from dtf.summary.proto import Field, Message, _fields
+from dtf.framework.protowire import Field, Message
+from dtf.framework.protowire import fields as _fields
 
 
 class NodeExecStatsProto(Message):

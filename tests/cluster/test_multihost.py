@@ -6,6 +6,7 @@ bridge: what works here works between machines. Skipped where namespaces cannot 
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,6 +21,7 @@ from dtf.wire import shm, transport
 from tests.cluster.conftest import REPO
 from tests.cluster import rig as rig_module
 from tests.cluster.rig import PROFILES, make_rig  # noqa: F401  (make_rig is a fixture)
+from tests.cluster.test_training import _finish, _trainer_args, _wait_for_checkpoint
 
 pytestmark = pytest.mark.cluster
 
@@ -258,3 +260,31 @@ def test_stale_cleanup_removes_only_dead_owners_rigs(make_rig):
     finally:
         for ns in (stale, other):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_ps_killed_on_its_host_and_restarted_training_finishes_from_checkpoint(make_rig, tasks, tmp_path):
+    rig = make_rig(3)
+    ps, worker, trainer_host = rig.hosts
+    jobs = {"ps": [ps], "worker": [worker]}
+    spec = _start(tasks, jobs)
+    ckpt = tmp_path / "ckpt"
+    config = {"cluster": {j: [f"{h.address}:{PORT}" for h in hs] for j, hs in jobs.items()},
+              "task": {"type": "worker", "index": 0}, "rpc_layer": "grpc"}
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "DTF_PROGRESS")}
+    trainer = trainer_host.popen(
+        [sys.executable, os.path.join(REPO, "examples", "between_graph_async.py"),
+         *_trainer_args(ckpt, 150, 25, "--step_delay=0.01")],
+        cwd=REPO, env=dict(env, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(config)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        killed_after = _wait_for_checkpoint(ckpt, 50, trainer)
+        tasks[0].stop()  # kill -9 of the ps process on its own host
+        tasks[0] = RigTask(ps, spec, "ps", 0)  # the same address, fresh (empty) state
+        code, out = _finish(trainer, timeout=30)
+    finally:
+        if trainer.poll() is None:
+            os.kill(trainer.pid, signal.SIGKILL)
+            trainer.wait(10)
+    assert code == 0, out
+    assert "preemption" in out and f"Restoring parameters from {ckpt}" in out, out
+    assert "final global step 150" in out and killed_after >= 50, out

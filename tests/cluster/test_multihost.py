@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,10 +22,12 @@ from dtf.wire import shm, transport
 from tests.cluster.conftest import REPO
 from tests.cluster import rig as rig_module
 from tests.cluster.rig import PROFILES, make_rig  # noqa: F401  (make_rig is a fixture)
+from tests.cluster.test_cli_ssh import _is_server
 from tests.cluster.test_training import _finish, _trainer_args, _wait_for_checkpoint
 
 pytestmark = pytest.mark.cluster
 
+SSHD = "/usr/sbin/sshd"
 PORT = 2222  # every host has its own port space
 BIG = 1 << 20  # float32 elements: 4 MiB, above shm.MIN_BYTES, so same-host would use /dev/shm
 # Low timeouts so a lost host is given up on quickly (see docs/cli.md).
@@ -288,3 +291,109 @@ def test_ps_killed_on_its_host_and_restarted_training_finishes_from_checkpoint(m
     assert code == 0, out
     assert "preemption" in out and f"Restoring parameters from {ckpt}" in out, out
     assert "final global step 150" in out and killed_after >= 50, out
+
+
+@pytest.fixture
+def rig_sshd(make_rig, tmp_path):
+    """A 3-host rig with an sshd on hosts 0 and 1 (port 22 of their own address) that accepts
+    only a generated key; host 2 is where the dtf commands run."""
+    if not os.path.exists(SSHD) or not shutil.which("ssh") or not shutil.which("ssh-keygen"):
+        pytest.skip("needs OpenSSH (/usr/sbin/sshd, ssh, ssh-keygen): install openssh-server")
+    rig = make_rig(3)
+    d = tmp_path / "sshd"
+    d.mkdir()
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
+                       check=True, capture_output=True, timeout=30)
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege separation directory
+    daemons = []
+    try:
+        for h in rig.hosts[:2]:
+            config = d / f"sshd_config_{h.address}"
+            config.write_text(
+                f"Port 22\nListenAddress {h.address}\nHostKey {d / 'host_key'}\n"
+                f"AuthorizedKeysFile {d / 'authorized_keys'}\nPasswordAuthentication no\n"
+                "KbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\n"
+                f"PidFile {d / f'sshd_{h.address}.pid'}\n")
+            daemons.append(h.popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for h, daemon in zip(rig.hosts, daemons):
+            deadline = time.monotonic() + 10
+            while rig.hosts[2].run(["bash", "-c", f"exec 3<>/dev/tcp/{h.address}/22"], private_shm=False,
+                                   capture_output=True).returncode != 0:
+                assert daemon.poll() is None and time.monotonic() < deadline, "sshd did not start"
+                time.sleep(0.1)
+        yield rig, d / "client_key"
+    finally:
+        for daemon in daemons:  # the rig's teardown also kills what sshd started
+            if daemon.poll() is None:
+                os.kill(daemon.pid, signal.SIGKILL)
+                daemon.wait(10)
+
+
+def _net_namespace_inode(pid) -> int:
+    return os.stat(f"/proc/{pid}/ns/net").st_ino
+
+
+def test_dtf_up_over_ssh_into_the_hosts_encrypted(rig_sshd, tmp_path):
+    rig, key = rig_sshd
+    h0, h1, here = rig.hosts
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+    for h in (h0, h1):
+        (tmp_path / f"remote-{h.address}").mkdir()
+    hosts = "".join(f"""
+[ssh.hosts."{h.address}"]
+port = 22
+identity_file = "{key}"
+python = "{sys.executable}"
+workdir = "{tmp_path / f'remote-{h.address}'}"
+options = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+""" for h in (h0, h1))
+    (cluster / "cluster.toml").write_text(
+        f'[jobs]\nps = ["{h0.address}:{PORT}"]\nworker = ["{h1.address}:{PORT}"]\n{hosts}')
+    (cluster / "job.py").write_text(textwrap.dedent("""\
+        import json, os
+        import dtf as tf
+        cluster = json.loads(os.environ["TF_CONFIG"])["cluster"]
+        with tf.device("/job:ps/task:0"):
+            a = tf.constant(40.0)
+        with tf.device("/job:worker/task:0"):
+            b = a + 2.0
+        with tf.Session("grpc://" + cluster["worker"][0]) as sess:
+            print("answer", sess.run(b))
+    """))
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "DTF_CLUSTER_KEYS", "DTF_PROGRESS")}
+
+    def dtf(*args):
+        return here.run([sys.executable, "-m", "dtf", *args], cwd=cluster, env=env,
+                        capture_output=True, text=True, timeout=60)
+
+    try:
+        r = dtf("up")
+        assert r.returncode == 0 and r.stdout.count("started") == 2, r.stdout + r.stderr
+        rows = {f"{row['job']}:{row['index']}": row for row in json.loads(dtf("status", "--json").stdout)}
+        # Each task runs in its own host's namespace, started there by that host's sshd.
+        for name, h in (("ps:0", h0), ("worker:0", h1)):
+            assert rows[name]["state"] == "up" and rows[name]["host"] == h.address, rows
+            assert _net_namespace_inode(rows[name]["pid"]) == os.stat(f"/run/netns/{h.ns}").st_ino
+        r = dtf("run", "job.py")
+        assert r.returncode == 0 and "[worker:0] answer 42.0" in r.stdout, r.stdout + r.stderr
+        # The cluster is encrypted (CURVE, the default): a client on the third host without
+        # the keys is refused.
+        r = here.run([sys.executable, "-c", textwrap.dedent(f"""
+            import dtf as tf
+            try:
+                with tf.Session("grpc://{h1.address}:{PORT}") as sess:
+                    sess.run(tf.constant(1.0))
+            except tf.errors.UnauthenticatedError as e:
+                print("refused", e.message)
+        """)], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=30)
+        assert "refused" in r.stdout, r.stdout + r.stderr
+        r = dtf("down")
+        assert r.returncode == 0 and f"on {h1.address}, over ssh" in r.stdout, r.stdout + r.stderr
+        assert not any(_is_server(row["pid"]) for row in rows.values())
+    finally:
+        if (cluster / ".dtf").exists():
+            dtf("down", "--grace", "3")

@@ -173,15 +173,14 @@ def test_tensors_between_hosts_go_over_tcp(make_rig, tasks):
         assert [n for n in os.listdir(f"/proc/{t.pid}/root/dev/shm") if n.startswith("dtf-")] == []
 
 
-def test_between_graph_async_training_on_three_hosts(make_rig, tmp_path):
-    rig = make_rig(3)
+def _train_on_three_hosts(rig, example, *extra):
+    """Runs ``examples/<example>`` as 1 ps + 2 workers, one per rig host; the workers' output."""
     ps, w0, w1 = rig.hosts
     hosts = lambda hs: ",".join(f"{h.address}:{PORT}" for h in hs)  # noqa: E731
-    args = [sys.executable, os.path.join(REPO, "examples", "between_graph_async.py"),
-            f"--ps_hosts={hosts([ps])}", f"--worker_hosts={hosts([w0, w1])}",
-            f"--checkpoint_dir={tmp_path / 'ckpt'}", "--last_step=100", "--max_wait_secs=25",
-            "--step_delay=0.02"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    args = [sys.executable, os.path.join(REPO, "examples", example), f"--ps_hosts={hosts([ps])}",
+            f"--worker_hosts={hosts([w0, w1])}", "--max_wait_secs=25", *extra]
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "DTF_PROGRESS")}
+    env.update(PYTHONUNBUFFERED="1", DTF_SYNC_TOKEN_TIMEOUT_S="20")
     procs = []
     try:
         procs.append(ps.popen(args + ["--job_name=ps", "--task_index=0"], cwd=REPO, env=env,
@@ -196,6 +195,12 @@ def test_between_graph_async_training_on_three_hosts(make_rig, tmp_path):
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait(10)
     assert all(p.returncode == 0 for p in procs[1:]), outs
+    return outs
+
+
+def test_between_graph_async_training_on_three_hosts(make_rig, tmp_path):
+    outs = _train_on_three_hosts(make_rig(3), "between_graph_async.py", "--last_step=100",
+                                 f"--checkpoint_dir={tmp_path / 'ckpt'}", "--step_delay=0.02")
     # The chief trained to the last step (async: both workers may take the last one), and
     # both workers took steps of their own on the ps host's variables.
     final = re.search(r"final global step (\d+)", outs[0])
@@ -203,6 +208,18 @@ def test_between_graph_async_training_on_three_hosts(make_rig, tmp_path):
     for i, out in enumerate(outs):
         done = re.search(rf"worker {i} done after (\d+) local steps: global step \d+, loss (\S+)", out)
         assert done and int(done.group(1)) > 0 and float(done.group(2)) < 0.1, out
+
+
+def test_between_graph_sync_training_on_three_hosts(make_rig):
+    outs = _train_on_three_hosts(make_rig(3), "sync_training.py", "--last_step=100")
+    done = [re.search(rf"worker {i} done: global step (\d+) after (\d+) local steps", out)
+            for i, out in enumerate(outs)]
+    assert all(done), outs
+    # The chief ends at the last step, and every global step averaged 2 gradients (from
+    # either worker: as in TF, a replica may give more than one while the other starts).
+    assert int(done[0].group(1)) == 100, outs[0]
+    assert sum(int(d.group(2)) for d in done) >= 2 * 100, outs
+
 
 def test_vanished_host_is_named_in_the_error(make_rig, tasks):
     rig = make_rig(3)

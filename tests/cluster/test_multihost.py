@@ -22,7 +22,7 @@ from dtf.wire import shm, transport
 from tests.cluster.conftest import REPO
 from tests.cluster import rig as rig_module
 from tests.cluster.rig import PROFILES, make_rig  # noqa: F401  (make_rig is a fixture)
-from tests.cluster.test_cli_ssh import _is_server
+from tests.cluster.test_cli_ssh import WORKER_SCRIPT, _is_server
 from tests.cluster.test_training import _finish, _trainer_args, _wait_for_checkpoint
 
 pytestmark = pytest.mark.cluster
@@ -370,17 +370,7 @@ options = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null
 """ for h in (h0, h1))
     (cluster / "cluster.toml").write_text(
         f'[jobs]\nps = ["{h0.address}:{PORT}"]\nworker = ["{h1.address}:{PORT}"]\n{hosts}')
-    (cluster / "job.py").write_text(textwrap.dedent("""\
-        import json, os
-        import dtf as tf
-        cluster = json.loads(os.environ["TF_CONFIG"])["cluster"]
-        with tf.device("/job:ps/task:0"):
-            a = tf.constant(40.0)
-        with tf.device("/job:worker/task:0"):
-            b = a + 2.0
-        with tf.Session("grpc://" + cluster["worker"][0]) as sess:
-            print("answer", sess.run(b))
-    """))
+    (cluster / "job.py").write_text(WORKER_SCRIPT)  # 40.0 on the ps, + 2.0 on the worker
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "DTF_CLUSTER_KEYS", "DTF_PROGRESS")}
 
     def dtf(*args):

@@ -70,6 +70,16 @@ METRICS = [
     Metric("w7.tiny_step_us", "W7", "tiny step y=x+300 p50", "us", goal=("max", 50.0),
            issue_tf=96),
     Metric("w7.tiny_server_step_us", "W7", "tiny step via local server p50", "us", issue_tf=163),
+    Metric("w8.map_batch_el_s", "W8", "tf.data slices->map->batch 128: elements/s", "el/s", True,
+           ("x_tf", 1.0)),
+    Metric("w8.tfrecord_records_s", "W8", "TFRecord->parse->decode_raw->shuffle->batch: records/s",
+           "rec/s", True, ("x_tf", 1.0)),
+    Metric("w8.queue_records_s", "W8", "the same with queue runners + shuffle_batch: records/s",
+           "rec/s", True, ("x_tf", 1.0)),
+    Metric("w9.while_iteration_us", "W9", "while_loop per iteration (scalar add)", "us",
+           goal=("x_tf", 1.0)),
+    Metric("w9.lstm_step_ms", "W9", "LSTM LM step 2x256, 35 steps, batch 20, vocab 10k", "ms",
+           goal=("x_tf", 0.67)),
 ]
 
 

@@ -27,7 +27,7 @@ from bench.training import CONFIGS, run_training
 # A venv beside the checkout holding tensorflow-cpu (see docs/benchmarks.md), or $DTF_BENCH_TF_PYTHON.
 DEFAULT_TF_PYTHON = os.environ.get(
     "DTF_BENCH_TF_PYTHON", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".tfvenv", "bin", "python"))
-IN_PROCESS = ("W2", "W3", "W3t", "W4", "W7", "W7s")
+IN_PROCESS = ("W2", "W3", "W3t", "W4", "W7", "W7s", "W8", "W9")
 MODELS = ("M1", "M2", "M3")  # model training steps, bench/models.py
 ALL = ("W1",) + IN_PROCESS + ("W5", "W6") + MODELS
 

@@ -236,6 +236,8 @@ def setup_transfer_tcp(tf, env):
     return setup_transfer(tf, env, tcp_only=True, sizes=TCP_MIB)
 
 
+from bench.input_pipeline import setup_input_pipeline  # noqa: E402
+
 SETUPS = {
     "W2": setup_cross_task,
     "W3": setup_transfer,
@@ -243,7 +245,17 @@ SETUPS = {
     "W4": setup_fed_mean,
     "W7": setup_local_ops,
     "W7s": setup_local_server_step,
+    "W8": setup_input_pipeline,
 }
+
+
+def _add_control_flow():
+    from bench.control_flow import setup_control_flow  # it imports nothing of this module
+
+    SETUPS["W9"] = setup_control_flow
+
+
+_add_control_flow()
 
 from bench.models import MODEL_SETUPS  # noqa: E402  (M1-M3: model training steps)
 

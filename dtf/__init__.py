@@ -12,7 +12,9 @@ import os as _os
 # dtf is imported first; the user's own setting wins.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-__version__ = "0.1.0"
+# tf.__version__ is the TF API dtf follows (1.15.0), which programs test for; dtf's own
+# release is dtf.version.DTF_VERSION.
+from dtf.version import GIT_VERSION, VERSION, VERSION as __version__  # noqa: E402,F401
 
 from dtf.framework import dtypes as _dtypes_mod
 from dtf.framework.dtypes import (  # noqa: F401
@@ -29,6 +31,8 @@ from dtf.framework.ops import (  # noqa: F401
     get_default_graph, is_tensor, name_scope, op_scope, register_tensor_conversion_function,
     reset_default_graph,
 )
+from dtf.framework.indexed_slices import IndexedSlices, IndexedSlicesValue  # noqa: F401
+from dtf.framework.ops import convert_to_tensor_or_indexed_slices  # noqa: F401
 from dtf.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions  # noqa: F401
 from dtf.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
@@ -54,6 +58,10 @@ from dtf.ops.clip_ops import *  # noqa: F401,F403,E402
 from dtf.ops.random_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variables import *  # noqa: F401,F403,E402
 from dtf.ops.state_ops import *  # noqa: F401,F403,E402
+from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
+from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
@@ -80,6 +88,13 @@ _LAZY_MODULES["losses"] = "dtf.losses"
 _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
+_LAZY_MODULES["sparse"] = "dtf.sparse"
+_LAZY_MODULES["data"] = "dtf.data"
+_LAZY_MODULES["python_io"] = "dtf.io.python_io"
+_LAZY_MODULES["graph_util"] = "dtf.graph_util"
+_LAZY_NAMES.update({n: "dtf.framework.graph_pb" for n in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef")})
+_LAZY_NAMES["import_graph_def"] = "dtf.framework.importer"
+_LAZY_NAMES.update({n: "dtf.framework.tensor_util" for n in ("make_tensor_proto", "make_ndarray")})
 
 
 def disable_eager_execution():
@@ -105,3 +120,24 @@ from dtf.ops.reduction_ops import (  # noqa: F401,E402
 from dtf.ops.gradients import gradients  # noqa: F401,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
 from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
+from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
+from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
+from dtf.ops.reduction_ops import arg_max, arg_min  # noqa: F401,E402
+_LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests
+from dtf.ops.logging_ops import (  # noqa: F401,E402,A004
+    Assert, Print, add_check_numerics_ops, check_numerics, print,
+)
+from dtf.ops.check_ops import *  # noqa: F401,F403,E402 - tf.assert_* and friends
+from dtf import debugging  # noqa: F401,E402
+from dtf.ops.script_ops import numpy_function, py_func  # noqa: F401,E402
+from dtf.ops.template import make_template  # noqa: F401,E402
+from dtf.ops.custom_gradient import custom_gradient  # noqa: F401,E402
+from dtf.ops.gradients import hessians  # noqa: F401,E402
+from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
+from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger
+from dtf.ops.control_flow_cond import case, cond, switch_case  # noqa: F401,E402
+from dtf.ops.control_flow_while import while_loop  # noqa: F401,E402
+from dtf.ops.tensor_array_ops import TensorArray  # noqa: F401,E402
+from dtf.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401,E402
+from dtf.io.parsing_ops import *  # noqa: F401,F403,E402
+from dtf.ops.reader_ops import *  # noqa: F401,F403,E402

@@ -5,7 +5,9 @@
 JSON message to the collector named by ``$DTF_PROGRESS`` (set by ``dtf run``). Sending never
 blocks and never raises: without a collector the message is dropped, and each kind is
 limited to ``MAX_PER_S`` messages a second so a fast training loop pays almost nothing.
-Without ``$DTF_PROGRESS`` (the script run on its own) it is a no-op.
+Without ``$DTF_PROGRESS`` (the script run on its own) it is a no-op. Each message carries
+``$DTF_PROGRESS_TOKEN``, the secret of this run that ``dtf run`` hands only to its own
+replicas: the collector drops messages without it (any local process can connect).
 
 Fields ``dtf run`` understands: for "step", ``global_step``, ``last_step`` (the step
 training stops at, when known) and ``local_step`` (this replica's own step count, for its
@@ -22,6 +24,7 @@ import time
 
 
 ENV = "DTF_PROGRESS"
+TOKEN_ENV = "DTF_PROGRESS_TOKEN"
 MAX_PER_S = 10.0
 _LINGER_MS = 500  # at exit, how long queued reports may take to reach the collector
 
@@ -43,7 +46,8 @@ def report(kind: str, **fields) -> bool:
         sock = _socket(endpoint)
         if sock is None:
             return False
-        message = {"kind": kind, "task": _task(), "time": time.time(), **fields}
+        message = {"kind": kind, "task": _task(), "time": time.time(), **fields,
+                   "token": os.environ.get(TOKEN_ENV, "")}
         return _send(sock, json.dumps(message, default=str).encode())
 
 

@@ -1,2 +1,2 @@
 """tf.queue: queues shared between sessions."""
-from dtf.ops.data_flow_ops import FIFOQueue, QueueBase  # noqa: F401
+from dtf.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue  # noqa: F401

@@ -111,7 +111,8 @@ def train(flags, cluster, task_index, master):
         print(f"final global step {final}", flush=True)
 
 
-def main(flags):
+def main(flags, train_fn=train):
+    """Serves a ps task, or runs ``train_fn(flags, cluster, task_index, master)`` on a worker."""
     cluster, job_name, task_index, master = resolve_task(flags)
     if job_name == "ps":
         if master is not None:
@@ -124,7 +125,7 @@ def main(flags):
     if master is None:
         master = tf.train.Server(cluster, job_name="worker", task_index=task_index).target
     np.random.seed(task_index)
-    train(flags, cluster, task_index, master)
+    train_fn(flags, cluster, task_index, master)
     return 0
 
 

@@ -28,7 +28,8 @@ _INTERNAL = {"cli", "client", "framework", "kernels", "ops", "partition", "place
 # Namespaces that live inside another one, as in TF (tf.distribute.cluster_resolver,
 # tf.contrib.layers). Inside a namespace, other modules are its implementation (tf.train's
 # saver.py): add a nested namespace's name here when one is added.
-_NESTED = {"cluster_resolver", "rnn_cell", "experimental", "queue_runner", "layers"}
+_NESTED = {"cluster_resolver", "rnn_cell", "experimental", "queue_runner", "layers", "gfile",
+           "rnn"}
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 

@@ -35,7 +35,9 @@ def numeric_gradient(f_build, x_values, delta=1e-3):
     grads_sym = tf.gradients(y, xs)
     with tf.Session() as sess:
         feed = {x: v for x, v in zip(xs, x_values)}
-        sym = sess.run([g if g is not None else tf.zeros_like(x) for g, x in zip(grads_sym, xs)], feed)
+        # IndexedSlices gradients (of gathers) are compared densified.
+        sym = sess.run([tf.convert_to_tensor(g) if g is not None else tf.zeros_like(x)
+                        for g, x in zip(grads_sym, xs)], feed)
         nums = []
         for i, v in enumerate(x_values):
             v = np.array(v, dtype=np.float64)

@@ -45,13 +45,21 @@ def log_location(config, task) -> str:
     return ssh.log_location(config.ssh_for(task.host), task)
 
 
+def restart_line(task) -> str:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"---- dtf up: task {task.name} restarted at {when}; its previous run's log is above ----\n"
+
+
 class LocalTask:
     """A task process started here; the same interface as ssh.RemoteTask."""
 
     def __init__(self, config, task):
         path = state.log_path(config, task)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as out:
+        with open(path, "ab") as out:  # a restarted task's log keeps how its last run ended
+            if out.tell():
+                out.write(restart_line(task).encode())
+                out.flush()
             self.proc = subprocess.Popen(server_command(config, task), stdin=subprocess.DEVNULL,
                                          stdout=out, stderr=subprocess.STDOUT, cwd=config.path.parent,
                                          env=task_env(config), start_new_session=True)

@@ -2,7 +2,10 @@
 plain log lines otherwise. Replicas feed it through ``dtf.progress.report``."""
 from __future__ import annotations
 
+import hmac
 import json
+import math
+import secrets
 import time
 from collections import deque
 
@@ -10,10 +13,13 @@ from rich.table import Table
 
 _RATE_WINDOW_S = 5.0
 _PLAIN_EVERY_S = 2.0
+_MAX_REPORT_BYTES = 64 * 1024  # a report is a few hundred bytes; ZeroMQ drops larger ones
 
 
 class Collector:
-    """A ZeroMQ PULL socket on a free localhost port; ``endpoint`` goes into DTF_PROGRESS."""
+    """A ZeroMQ PULL socket on a free localhost port. Any local process can connect to it,
+    so each run has a secret token that only its replicas get (``env()``, in their
+    environment): reports without it are dropped."""
 
     def __init__(self):
         import zmq
@@ -22,8 +28,17 @@ class Collector:
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.PULL)
         self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.MAXMSGSIZE, _MAX_REPORT_BYTES)
         port = self._sock.bind_to_random_port("tcp://127.0.0.1")
         self.endpoint = f"tcp://127.0.0.1:{port}"
+        self._token = secrets.token_hex(16)
+        self.dropped = 0  # reports refused: unreadable or without this run's token
+
+    def env(self) -> dict:
+        """The environment a replica needs to report here."""
+        from dtf import progress
+
+        return {progress.ENV: self.endpoint, progress.TOKEN_ENV: self._token}
 
     def receive(self, timeout_ms: int) -> list:
         """The messages that arrive within ``timeout_ms`` (malformed ones dropped)."""
@@ -36,15 +51,23 @@ class Collector:
                     break
                 try:
                     message = json.loads(data)
-                except ValueError:
-                    continue
-                if isinstance(message, dict):
+                except (ValueError, RecursionError):
+                    message = None
+                token = message.pop("token", None) if isinstance(message, dict) else None
+                if isinstance(token, str) and hmac.compare_digest(token, self._token):
                     messages.append(message)
+                else:
+                    self.dropped += 1
         return messages
 
     def close(self):
         self._sock.close(0)
         self._ctx.term()
+
+
+def _number(value) -> bool:
+    """A finite int or float (JSON's true/false are not steps or times)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class _Rate:
@@ -80,24 +103,29 @@ class Progress:
         self._last_plain = (0.0, None)
 
     def update(self, message: dict) -> list:
-        """Takes one report; returns plain lines worth printing at once (checkpoints)."""
-        t = message.get("time", time.time())
-        task = str(message.get("task", "?"))
+        """Takes one report; returns plain lines worth printing at once (checkpoints).
+        Fields of the wrong type are ignored, never fatal: one bad report must not end
+        ``dtf run`` (and orphan its replicas)."""
+        t = message.get("time")
+        t = t if _number(t) else time.time()
+        task = str(message.get("task", "?"))[:100]
         kind = message.get("kind")
         step = message.get("global_step")
-        if isinstance(step, (int, float)):
+        step = step if _number(step) else None
+        if step is not None:
             self.global_step = max(step, self.global_step or step)
             self._global_rate.add(t, self.global_step)
         if kind == "step":
-            if isinstance(message.get("last_step"), (int, float)):
+            if _number(message.get("last_step")):
                 self.last_step = message["last_step"]
             local = message.get("local_step", step)
-            if isinstance(local, (int, float)):
+            if _number(local) and (task in self._rates or len(self._rates) < 1024):
                 self._local[task] = local
                 self._rates.setdefault(task, _Rate()).add(t, local)
         elif kind == "checkpoint":
-            self.checkpoint = (task, message.get("path"), step)
-            return [f"[checkpoint] {task} wrote {message.get('path')} at global step {step}"]
+            path = str(message.get("path"))[:1000]
+            self.checkpoint = (task, path, step)
+            return [f"[checkpoint] {task} wrote {path} at global step {step}"]
         return []
 
     def finished(self, name: str, code):

@@ -80,7 +80,7 @@ def _run_replicas(cfg, targets, command, keep_going=False):
     try:
         for task in targets:
             env = {**os.environ, **cfg.env, "TF_CONFIG": _tf_config(cfg, task),
-                   "DTF_PROGRESS": collector.endpoint, "PYTHONUNBUFFERED": "1"}
+                   **collector.env(), "PYTHONUNBUFFERED": "1"}
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, env=env)
             procs[task.name] = proc
@@ -91,13 +91,21 @@ def _run_replicas(cfg, targets, command, keep_going=False):
         with show:
             codes = supervisor.run()
     except KeyboardInterrupt:
-        for proc in procs.values():
-            proc.terminate()
+        _stop(procs)
         fail("interrupted; replicas stopped", 130)
+    except BaseException:  # whatever ends this run stops its replicas first: none is orphaned
+        _stop(procs)
+        raise
     finally:
         collector.close()
     failed = [(name, code) for name, code in codes.items() if code != 0 and name not in supervisor.stopped]
     return failed, sorted(supervisor.stopped)
+
+
+def _stop(procs):
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
 
 
 def _pump(name, stream, lines):

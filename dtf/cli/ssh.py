@@ -113,10 +113,13 @@ def start(settings, task, cluster_flags: str, env: dict, keys: str | None = None
         + _cd(settings)
         + (_install_keys() if keys is not None else "")
         + f"mkdir -p {LOG_DIR} || exit 1\n"
+        # Appended to: a restarted task's log keeps how its last run ended.
+        + f"[ -s {log_file(task)} ] && echo \"---- dtf up: task {task.name} restarted at "
+        f"$(date -u +%Y-%m-%dT%H:%M:%SZ); its previous run's log is above ----\" >> {log_file(task)}\n"
         # A simple command in the background: $! is the server's own pid (nohup and env exec it).
         f"nohup env {assignments} {python} -m dtf server --cluster_spec={shlex.quote(cluster_flags)} "
         f"--job_name={shlex.quote(task.job)} --task_index={task.index} "
-        f"> {log_file(task)} 2>&1 < /dev/null &\n"
+        f">> {log_file(task)} 2>&1 < /dev/null &\n"
         "echo $!\n")
     # The last line: a login banner or profile output may come first.
     answer = (run(settings, task.host, script, stdin=keys).stdout.strip().splitlines() or [""])[-1]

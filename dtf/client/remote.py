@@ -14,6 +14,8 @@ import time
 
 from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
+from dtf.runtime import master as _master
+from dtf.runtime.liveness import SilentPeer
 from dtf.runtime import service as _service
 from dtf.wire import transport
 from . import cluster_keys
@@ -131,13 +133,19 @@ class _MasterChannel:
 
     def _liveness(self):
         state = {"last": 0.0}
+        silence = SilentPeer()  # a hung master is waited for, a dead one is not
 
         def on_wait(elapsed):
             if elapsed - state["last"] < transport.PING_EVERY_S:
                 return
             state["last"] = elapsed
             try:
-                self._client.check_alive(self.address, self._incarnation, "The master")
+                try:
+                    self._client.check_alive(self.address, self._incarnation, "The master")
+                except errors.UnavailableError as e:
+                    silence.judge(self.address, e)
+                else:
+                    silence.answered()
             except errors.OpError:
                 self._connected = False
                 raise
@@ -182,9 +190,25 @@ class RemoteBackend:
             self._session = reply["session"]
             self._sent = count
         elif n_ops > self._sent:
-            nodes, count = self._nodes_since(self._sent)
-            self._channel.call({"type": "ExtendSession", "session": self._session, "nodes": nodes})
-            self._sent += count
+            start = self._sent
+            nodes, count = self._nodes_since(start)
+            self._session_call({"type": "ExtendSession", "session": self._session, "nodes": nodes})
+            self._sent = start + count  # also when the call opened a new session
+
+    def _session_call(self, msg, timeout_s=None):
+        """Calls the master about this session; one the master closed for being idle is
+        opened afresh (it holds only the graph) and the call repeated once."""
+        try:
+            return self._channel.call(msg, timeout_s)
+        except errors.AbortedError as e:
+            if not _master.session_expired(e, self._session):
+                raise
+        log.info("session %s expired on the master; opening a new one", self._session)
+        self._session = None
+        self._ensure_session()
+        if msg["type"] == "ExtendSession":  # the new session already has the whole graph
+            return {}
+        return self._channel.call(dict(msg, session=self._session), timeout_s)
 
     def run(self, fetches, feeds, targets, feed_values, options, run_metadata):
         self._ensure_session()
@@ -195,7 +219,7 @@ class RemoteBackend:
         msg = {"type": "RunStep", "session": self._session, "fetches": list(fetches),
                "feeds": dict(zip(feeds, feed_values)), "targets": list(targets),
                "timeout_ms": timeout_ms, "trace": trace}
-        reply = self._channel.call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
+        reply = self._session_call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
         if trace:
             for dev in reply.get("stats", []):
                 run_metadata.step_stats.dev_stats.append(DeviceStepStats(device=dev["device"], node_stats=[
@@ -225,5 +249,17 @@ def reset(target, containers=None, config=None):
     channel = _MasterChannel(parse_target(target), config)
     try:
         channel.call({"type": "ResetCluster", "containers": None if containers is None else list(containers)})
+    finally:
+        channel.close()
+
+
+def tasks_not_answering(target, config=None, jobs=None) -> list:
+    """The tasks of ``target``'s cluster (of ``jobs``, when given) that do not answer
+    their master's ping, as {task, address, port_accepts} (a dtf extension; a port that
+    still accepts connections means a hung process, one that refuses a dead one)."""
+    channel = _MasterChannel(parse_target(target), config)
+    try:
+        return list(channel.call({"type": "CheckCluster", "jobs": list(jobs) if jobs else None},
+                                 timeout_s=transport.PING_TIMEOUT_S * 3)["not_answering"])
     finally:
         channel.close()

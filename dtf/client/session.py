@@ -106,6 +106,12 @@ class _FetchPlan:
                 factory = fetch.default_factory
                 return lambda vals: collections.defaultdict(factory, {k: s(vals) for k, s in items})
             return lambda vals: cls((k, s(vals)) for k, s in items)
+        composite = getattr(fetch, "_composite_parts", None)
+        if composite is not None:  # IndexedSlices, SparseTensor: fetched part by part
+            parts, build = composite()
+            self._leaves.append(fetch)
+            subs = [self._map(p) for p in parts]
+            return lambda vals: build(*[s(vals) for s in subs])
         idx = self._element(fetch)
         return lambda vals: vals[idx]
 
@@ -194,7 +200,7 @@ class BaseSession:
         if not feed_dict:
             return (), []
         items = []
-        for key, value in feed_dict.items():
+        for key, value in _split_composite_feeds(feed_dict):
             t = self._feed_tensor(key)
             if isinstance(value, (_ops.Tensor, _ops.Operation)):
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
@@ -225,6 +231,9 @@ class BaseSession:
 
     def close(self):
         if not self._closed:
+            # Queue runners cancel their queues first, so no thread stays blocked in a step.
+            for fn in getattr(self, "_before_close", ()):
+                fn()
             self._closed = True
             self._backend.close()
 
@@ -257,6 +266,22 @@ def _dims_accept(dims, shape) -> bool:
     return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
 
 
+def _split_composite_feeds(feed_dict):
+    """(key, value) pairs with each composite key (a SparseTensor fed a SparseTensorValue
+    or a tuple) replaced by its part tensors and the matching parts of the value."""
+    for key, value in feed_dict.items():
+        composite = getattr(key, "_composite_parts", None)
+        if composite is None:
+            yield key, value
+            continue
+        parts, _ = composite()
+        values = tuple(value)
+        if len(values) != len(parts):
+            raise ValueError(f"Cannot feed {value!r} for {key!r}: expected {len(parts)} parts, "
+                             f"got {len(values)}")
+        yield from zip(parts, values)
+
+
 def _fetch_key(fetches):
     """A hashable key for a fetch structure (TypeError if it has unhashable leaves)."""
     if isinstance(fetches, (list, tuple)) and not isinstance(fetches, str):
@@ -267,6 +292,8 @@ def _fetch_key(fetches):
         return id(fetches)  # a Variable too: training loops fetch global_step every step
     if isinstance(fetches, str):
         return fetches
+    if hasattr(fetches, "_composite_parts"):
+        return id(fetches)
     raise TypeError("uncacheable fetch")
 
 

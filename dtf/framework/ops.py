@@ -207,16 +207,11 @@ class Operation:
     attrs = property(lambda self: self._attrs)
 
     @property
-    def node_def(self) -> dict:
-        """This op as plain data (what the wire and the executor see)."""
-        return {
-            "name": self._name,
-            "op": self._type,
-            "input": [t.name for t in self._inputs] + [f"^{c.name}" for c in self._control_inputs],
-            "device": self._device,
-            "attr": dict(self._attrs),
-            "output_dtypes": [t.dtype.name for t in self._outputs],
-        }
+    def node_def(self):
+        """This op as TF's NodeDef proto (``.name``, ``.op``, ``.input``, ``.device``, ``.attr``)."""
+        from .graph_io import node_def
+
+        return node_def(self)
 
     def get_attr(self, name):
         try:
@@ -310,6 +305,7 @@ class Graph:
         self._last_id = 0
         self._variable_store = None
         self._gradient_override_map: dict[str, str] = {}
+        self._gradient_type_by_op: dict[str, str] = {}  # op name -> overriding gradient type
 
     # -- building ------------------------------------------------------------------
     def create_op(self, op_type, inputs, dtypes=None, input_types=None, name=None, attrs=None,
@@ -326,6 +322,8 @@ class Graph:
             name = self._op_name(name or op_type)
             control_inputs = self._current_control_inputs(inputs)
             op = Operation(self, name, op_type, inputs, attrs, control_inputs, "")
+            if op_type in self._gradient_override_map:
+                self._gradient_type_by_op[name] = self._gradient_override_map[op_type]
             outputs = op._op_def.infer(list(inputs), {**attrs, "_op_name": name})
             op._outputs = [Tensor(op, i, dt, as_shape(sh)) for i, (dt, sh) in enumerate(outputs)]
             for t in inputs:
@@ -609,9 +607,13 @@ class Graph:
         return False
 
     def as_graph_def(self, from_version=None, add_shapes=False):
-        from .graph_def import graph_to_def
+        """This graph as TF's GraphDef proto (``add_shapes``: each node's output shapes in
+        its ``_output_shapes`` attr)."""
+        if from_version is not None:
+            raise NotImplementedError("as_graph_def: from_version is not supported by dtf")
+        from .graph_io import graph_def
 
-        return graph_to_def(self)
+        return graph_def(self, add_shapes=add_shapes)
 
     def is_fetchable(self, tensor_or_op):
         return True
@@ -737,6 +739,14 @@ def convert_n_to_tensor(values, dtype=None, name=None):
 
 
 def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """IndexedSlices pass through unchanged; anything else becomes a Tensor."""
+    from .indexed_slices import IndexedSlices
+
+    if isinstance(value, IndexedSlices):
+        if dtype is not None and not _dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
+            raise ValueError(f"Tensor conversion requested dtype {_dtypes.as_dtype(dtype).name} "
+                             f"for IndexedSlices with dtype {value.dtype.name}: {value}")
+        return value
     return convert_to_tensor(value, dtype=dtype, name=name)
 
 
@@ -775,13 +785,25 @@ class name_scope:  # noqa: N801 - TF's public name
 
 
 def _graph_from_values(values):
+    if get_default_graph().building_function:
+        return get_default_graph()  # scopes inside a traced function stay in it
     if values:
         for v in values:
             if isinstance(v, (Tensor, Operation)):
-                return v.graph
+                return _graph_for(v.graph)
             if hasattr(v, "graph") and isinstance(getattr(v, "graph", None), Graph):
-                return v.graph
+                return _graph_for(v.graph)
     return get_default_graph()
+
+
+def _graph_for(graph):
+    """``graph``, or the control-flow body being built that captures its tensors."""
+    default = get_default_graph()
+    if default is graph or not default.building_function:
+        return graph
+    from .func_graph import graph_for_inputs
+
+    return graph_for_inputs(graph, default)
 
 
 def device(device_name_or_function):
@@ -822,7 +844,7 @@ def op_scope(values, name, default_name=None):
 
 def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     """Creates an op from already-converted inputs; returns the Operation."""
-    g = graph or (inputs[0].graph if inputs else get_default_graph())
+    g = graph or (_graph_for(inputs[0].graph) if inputs else get_default_graph())
     return g.create_op(op_type, list(inputs), name=name, attrs=attrs)
 
 

@@ -21,13 +21,12 @@ from __future__ import annotations
 import re
 import weakref
 
-import numpy as np
-
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, math_ops, reduction_ops, variable_scope as vs
+from dtf.ops.smart_cond import smart_constant_value
 
 # Per graph: how many layers of each base name exist (layer.name is unique per graph).
 _NAME_UIDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -351,31 +350,11 @@ def require_channels_last(data_format, layer):
 
 
 def constant_value(pred):
-    """True/False when ``pred`` is known at graph-construction time, else None."""
-    if isinstance(pred, (bool, int, np.bool_, np.integer)):
-        return bool(pred)
+    """True/False when ``training`` is known at graph-construction time, else None."""
     try:
-        pred = _ops.convert_to_tensor(pred, dtype=dtypes.bool)
-    except (TypeError, ValueError):
+        return smart_constant_value(pred)
+    except TypeError:
         raise TypeError(f"`training` must be a bool or a boolean Tensor, got {pred!r}") from None
-    if pred.op.type == "Const":
-        return bool(pred.op.get_attr("value"))
-    return None
-
-
-def smart_select(pred, if_true, if_false):
-    """TF's smart_cond for side-effect-free branches: picks one when ``pred`` is static,
-    else selects elementwise between both (which gives the value tf.cond would)."""
-    value = constant_value(pred)
-    if value is not None:
-        return if_true() if value else if_false()
-    a, b = if_true(), if_false()
-    a = _ops.convert_to_tensor(a)
-    b = _ops.convert_to_tensor(b, dtype=a.dtype)
-    out = math_ops.where_v2(_ops.convert_to_tensor(pred, dtype=dtypes.bool), a, b)
-    if a.shape.is_compatible_with(b.shape):
-        out.set_shape(a.shape.merge_with(b.shape))
-    return out
 
 
 # Names Keras accepts for an initializer or regularizer, limited to those whose meaning is

@@ -5,7 +5,8 @@ import numbers
 
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, linalg_ops, nn_ops
-from .base import InputSpec, Layer, add_bias, add_kernel, get_activation, normalize_data_format, smart_select
+from dtf.ops.smart_cond import smart_cond
+from .base import InputSpec, Layer, add_bias, add_kernel, get_activation, normalize_data_format
 
 __all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
 
@@ -88,7 +89,7 @@ class Dropout(Layer):
     def call(self, inputs, training=False):
         if isinstance(self.rate, numbers.Real) and self.rate == 0:
             return array_ops.identity(inputs)
-        return smart_select(
+        return smart_cond(
             training,
             lambda: nn_ops.dropout(inputs, noise_shape=self._get_noise_shape(inputs),
                                    seed=self.seed, rate=self.rate),

@@ -14,7 +14,8 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import array_ops, init_ops, math_ops, nn_norm_ops, nn_ops, state_ops
-from .base import InputSpec, Layer, constant_value, smart_select
+from dtf.ops.smart_cond import smart_cond
+from .base import InputSpec, Layer, constant_value
 
 __all__ = ["BatchNormalization", "batch_normalization"]
 
@@ -100,14 +101,28 @@ class BatchNormalization(Layer):
                 update_delta = (variable - math_ops.cast(value, variable.dtype.base_dtype)) * decay
                 return state_ops.assign_sub(variable, update_delta, name=scope)
 
-    def _add_moving_updates(self, mean, variance, training):
-        """Moving averages towards this batch's statistics; momentum 1 (no change) when a
-        dynamic ``training`` is False."""
-        momentum = smart_select(training, lambda: _ops.convert_to_tensor(self.momentum),
-                                lambda: _ops.convert_to_tensor(1.0))
+    def _add_fused_moving_updates(self, mean, variance, training):
+        """Moving averages towards the fused op's statistics; a dynamic ``training`` picks
+        momentum 1 (no change) when False, as TF's fused path does."""
+        if constant_value(training) is None:
+            momentum = smart_cond(training, lambda: _ops.convert_to_tensor(self.momentum),
+                                  lambda: _ops.convert_to_tensor(1.0))
+        else:
+            momentum = _ops.convert_to_tensor(self.momentum)
         self.add_update(lambda: self._assign_moving_average(self.moving_mean, mean, momentum))
         self.add_update(lambda: self._assign_moving_average(self.moving_variance, variance,
                                                             momentum))
+
+    def _add_moving_updates(self, mean, variance, training):
+        """Each update is a cond on ``training``: its false branch only reads the variable,
+        so no assignment runs when a dynamic ``training`` is False (TF's non-fused path)."""
+        def update(variable, value):
+            return lambda: smart_cond(
+                training, lambda: self._assign_moving_average(variable, value, self.momentum),
+                lambda: _ops.convert_to_tensor(variable))
+
+        self.add_update(update(self.moving_mean, mean))
+        self.add_update(update(self.moving_variance, variance))
 
     def _constant_params(self):
         shape = self.moving_mean.shape.as_list()
@@ -128,15 +143,11 @@ class BatchNormalization(Layer):
                                                 epsilon=self.epsilon, is_training=False,
                                                 data_format=self._data_format)
 
+        # Only the branch taken runs: no batch statistics are computed at inference.
+        output, mean, variance = smart_cond(training, train, infer)
         value = constant_value(training)
-        if value is None:
-            trained, inferred = train(), infer()
-            output, mean, variance = (smart_select(training, lambda a=a: a, lambda b=b: b)
-                                      for a, b in zip(trained, inferred))
-        else:
-            output, mean, variance = train() if value else infer()
         if value or value is None:
-            self._add_moving_updates(mean, variance, training)
+            self._add_fused_moving_updates(mean, variance, training)
         return output
 
     def _call(self, inputs, training):
@@ -161,10 +172,12 @@ class BatchNormalization(Layer):
         else:
             batch_mean, batch_variance = nn_ops.moments(
                 math_ops.cast(inputs, self._param_dtype), reduction_axes)
-            mean = smart_select(training, lambda: batch_mean,
-                                lambda: _ops.convert_to_tensor(self.moving_mean))
-            variance = smart_select(training, lambda: batch_variance,
-                                    lambda: _ops.convert_to_tensor(self.moving_variance))
+            # As in TF, the moments are computed outside the conds (they run for a dynamic
+            # ``training`` either way); the conds pick them or the moving statistics.
+            mean = smart_cond(training, lambda: batch_mean,
+                              lambda: _ops.convert_to_tensor(self.moving_mean))
+            variance = smart_cond(training, lambda: batch_variance,
+                                  lambda: _ops.convert_to_tensor(self.moving_variance))
             self._add_moving_updates(mean, variance, training)
         mean = math_ops.cast(mean, inputs.dtype)
         variance = math_ops.cast(variance, inputs.dtype)

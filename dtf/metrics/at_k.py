@@ -1,9 +1,10 @@
 """precision/recall at k: how many of each row's top-k predicted class ids are among its
 labels (a set per row, as TF's set ops see them), streamed in float64.
 
-TF computes these with set ops over dense or sparse labels; dtf compares ids directly, so
-labels are dense (a class id per row, or a row of ids, where every value counts as an
-element, -1 included, as TF counts dense labels).
+TF computes these with set ops over dense or sparse labels; dtf compares ids directly:
+dense labels (a class id per row, or a row of ids) count every value as an element, -1
+included, as TF counts dense labels; a SparseTensor of labels ([batch, n]) counts its
+values only, through a mask of the positions it fills.
 """
 from __future__ import annotations
 
@@ -23,11 +24,31 @@ def _at_k_name(name, k=None, class_id=None):
     return name if class_id is None else f"{name}_class{class_id}"
 
 
+def _is_sparse(labels):
+    return hasattr(labels, "indices") and hasattr(labels, "dense_shape")
+
+
+def _sparse_labels_as_dense(labels, predictions_idx):
+    """(dense int64 labels, bool mask of the positions the SparseTensor fills)."""
+    from dtf.ops.sparse_ops import SparseTensor, sparse_tensor_to_dense
+
+    labels = SparseTensor.from_value(labels)
+    rank = predictions_idx.shape.ndims
+    if labels.indices.shape.as_list()[-1] not in (None, rank):
+        raise NotImplementedError(f"SparseTensor labels must have the rank of predictions_idx "
+                                  f"({rank}) in dtf's at-k metrics, got indices of shape "
+                                  f"{labels.indices.shape}")
+    present = SparseTensor(labels.indices, array_ops.ones_like(labels.values, dtypes.bool),
+                           labels.dense_shape)
+    return (math_ops.cast(sparse_tensor_to_dense(labels), dtypes.int64),
+            sparse_tensor_to_dense(present, default_value=False))
+
+
 def _maybe_expand_labels(labels, predictions_idx):
     """Labels with a last dimension of their own: one class id per row becomes a set of one."""
-    if hasattr(labels, "indices") and hasattr(labels, "dense_shape"):
-        raise NotImplementedError("SparseTensor labels are not supported by dtf's at-k "
-                                  "metrics; pass dense labels (a row of class ids each)")
+    if _is_sparse(labels):
+        raise NotImplementedError("SparseTensor labels are not supported by dtf's average "
+                                  "precision at k; pass dense labels (a row of class ids each)")
     with _ops.name_scope(None, "expand_labels", (labels, predictions_idx)) as scope:
         labels = convert(labels, "labels")
         l_rank, p_rank = labels.shape.ndims, predictions_idx.shape.ndims
@@ -43,27 +64,35 @@ def _maybe_expand_labels(labels, predictions_idx):
         return reshape_last_dim(labels, False, expand)
 
 
-def _first_occurrences(ids):
+def _first_occurrences(ids, present=None):
     """A bool per element of the last axis: true where no earlier element of the row has
-    the same id (so counting them counts the row's distinct ids)."""
+    the same id (so counting them counts the row's distinct ids); with ``present``, only
+    present elements count, earlier ones included."""
     n = array_ops.shape(ids)[-1]
     positions = array_ops.range(n)
     earlier = math_ops.less(array_ops.expand_dims(positions, 0),
                             array_ops.expand_dims(positions, 1))   # [j, i]: i < j
     same = math_ops.equal(array_ops.expand_dims(ids, -1), array_ops.expand_dims(ids, -2))
-    return math_ops.logical_not(reduce_any(math_ops.logical_and(same, earlier), axis=-1))
+    if present is not None:
+        same = math_ops.logical_and(same, array_ops.expand_dims(present, -2))
+    first = math_ops.logical_not(reduce_any(math_ops.logical_and(same, earlier), axis=-1))
+    return first if present is None else math_ops.logical_and(first, present)
 
 
-def _row_counts(labels, predictions_idx, class_id):
+def _row_counts(labels, predictions_idx, class_id, present=None):
     """(|P & L|, |P - L|, |L - P|) per row as float64, with P the row's predicted ids and
-    L its labels; with ``class_id`` both sets keep only that id."""
-    in_labels = reduce_any(math_ops.equal(array_ops.expand_dims(predictions_idx, -1),
-                                          array_ops.expand_dims(labels, -2)), axis=-1)
+    L its labels (those ``present`` marks, when given); with ``class_id`` both sets keep
+    only that id."""
+    matches = math_ops.equal(array_ops.expand_dims(predictions_idx, -1),
+                             array_ops.expand_dims(labels, -2))
+    if present is not None:
+        matches = math_ops.logical_and(matches, array_ops.expand_dims(present, -2))
+    in_labels = reduce_any(matches, axis=-1)
     in_predictions = reduce_any(math_ops.equal(array_ops.expand_dims(labels, -1),
                                                array_ops.expand_dims(predictions_idx, -2)),
                                 axis=-1)
     pred_kept = _first_occurrences(predictions_idx)
-    label_kept = _first_occurrences(labels)
+    label_kept = _first_occurrences(labels, present)
     if class_id is not None:
         pred_kept = math_ops.logical_and(pred_kept, math_ops.equal(predictions_idx, class_id))
         label_kept = math_ops.logical_and(label_kept, math_ops.equal(labels, class_id))
@@ -91,8 +120,12 @@ def _ratio_at_top_k(kind, other_kind, pick_other, labels, predictions_idx, k, cl
     with _ops.name_scope(name, _at_k_name(kind, k, class_id=class_id),
                          (predictions_idx, labels, weights)) as scope:
         predictions_idx = math_ops.cast(predictions_idx, dtypes.int64)
-        labels = math_ops.cast(_maybe_expand_labels(labels, predictions_idx), dtypes.int64)
-        counts = _row_counts(labels, predictions_idx, class_id)
+        present = None
+        if _is_sparse(labels):
+            labels, present = _sparse_labels_as_dense(labels, predictions_idx)
+        else:
+            labels = math_ops.cast(_maybe_expand_labels(labels, predictions_idx), dtypes.int64)
+        counts = _row_counts(labels, predictions_idx, class_id, present)
         tp, tp_update = _streamed(counts[0], weights, "true_positive", k, class_id)
         other, other_update = _streamed(pick_other(counts), weights, other_kind, k, class_id)
         value = math_ops.divide(tp, math_ops.add(tp, other), name=scope)
@@ -192,6 +225,8 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
     labels at or above the number of classes count as no label."""
     if k < 1:
         raise ValueError(f"Invalid k={k}. `k` should be >= 1.")
+    if _is_sparse(labels):  # TF counts a sparse row's distinct values, negatives included
+        _maybe_expand_labels(labels, None)
     with _ops.name_scope(name, _at_k_name("average_precision", k),
                          (predictions, labels, weights)) as scope:
         predictions = convert(predictions, "predictions")

@@ -1,9 +1,11 @@
-"""Gradients of the array ops (TF's rules; GatherV2 gets a dense gradient built with
-UnsortedSegmentSum instead of IndexedSlices)."""
+"""Gradients of the array ops (TF's rules: GatherV2 along axis 0 gives IndexedSlices,
+along other axes a dense gradient built with UnsortedSegmentSum)."""
 from __future__ import annotations
 
 import numpy as np
 
+from dtf.framework import dtypes
+from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, RegisterGradient
 from . import array_ops as A
 from .common import const_value
@@ -131,6 +133,8 @@ def _gather_grad(op, grad):
         raise NotImplementedError(f"gradient of GatherV2 '{op.name}' needs a constant axis and known ranks")
     nd = params.shape.ndims
     axis = int(axis) % nd
+    if axis == 0:
+        return [_gather_rows_grad(params, indices, grad), None, None]
     ps = _dims(params)
     if axis:
         ni = indices.shape.ndims
@@ -142,6 +146,26 @@ def _gather_grad(op, grad):
     if axis:
         summed = A.transpose(summed, list(range(1, axis + 1)) + [0] + list(range(axis + 1, nd)))
     return [summed, None, None]
+
+
+def _gather_rows_grad(params, indices, grad):
+    """TF's gradient of a gather along axis 0: IndexedSlices holding only the gathered rows,
+    so a large table's gradient costs what its lookup did. The dense shape is read beside
+    params (no table moves for it)."""
+    from dtf.framework.indexed_slices import IndexedSlices
+    from .math_ops import cast
+
+    with _ops.colocate_with(params.op):
+        params_shape = cast(A.shape(params, out_type=dtypes.int64), dtypes.int32)
+    indices_size = A.expand_dims(A.size(indices), 0)
+    tail = params.shape[1:]
+    # A static tail keeps the values' static shape (what TF's constant folding finds).
+    tail = tail.as_list() if tail.is_fully_defined() else params_shape[1:]
+    values_shape = A.concat([indices_size, tail], 0)
+    values = A.reshape(grad, values_shape)
+    if params.shape.ndims is not None:
+        values.set_shape([indices.shape.num_elements()] + params.shape[1:].as_list())
+    return IndexedSlices(values, A.reshape(indices, indices_size), params_shape)
 
 
 @RegisterGradient("UnsortedSegmentSum")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dtf.framework import ops as _ops
+from dtf.framework.indexed_slices import IndexedSlices
 from . import math_ops
 from .common import convert
 
@@ -33,7 +34,7 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
     from .reduction_ops import reduce_sum
 
     with _ops.name_scope(name, "clip_by_norm", [t, clip_norm]) as scope:
-        values = convert(t, "t")
+        values = convert(_dense_part(t), "t")
         l2sum = reduce_sum(values * values, axes, keepdims=True)
         pred = l2sum > 0
         # Two where()s keep sqrt's gradient finite when the norm is zero.
@@ -41,7 +42,7 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
         l2norm = math_ops.where(pred, math_ops.sqrt(l2sum_safe), l2sum)
         intermediate = values * clip_norm
         _no_broadcast(values, intermediate)
-        return identity(intermediate / math_ops.maximum(l2norm, clip_norm), name=scope)
+        return _like(t, identity(intermediate / math_ops.maximum(l2norm, clip_norm), name=scope))
 
 
 def _as_list(t_list):
@@ -50,8 +51,19 @@ def _as_list(t_list):
     return list(t_list)
 
 
+def _dense_part(t):
+    """An IndexedSlices' values (clipping scales its rows; the norm is of those rows, as in
+    TF), anything else as it is."""
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
+def _like(t, values):
+    """``values`` in the form of ``t``: IndexedSlices with t's indices, or a Tensor."""
+    return IndexedSlices(values, t.indices, t.dense_shape) if isinstance(t, IndexedSlices) else values
+
+
 def _converted(t_list):
-    return [None if t is None else convert(t, f"t_{i}") for i, t in enumerate(t_list)]
+    return [None if t is None else convert(_dense_part(t), f"t_{i}") for i, t in enumerate(t_list)]
 
 
 def global_norm(t_list, name=None):
@@ -92,5 +104,6 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
                 continue
             # TF names these "<scope>/<scope>/_i" (the scope string plus "_i").
             with _ops.colocate_with(v.op):
-                clipped.append(identity(v * math_ops.cast(scale, v.dtype), name=f"{scope}_{i}"))
+                clipped.append(_like(t_list[i], identity(v * math_ops.cast(scale, v.dtype),
+                                                         name=f"{scope}_{i}")))
     return clipped, use_norm

@@ -52,6 +52,8 @@ def _check_convertible(value, dtype):
                         f"'{type(value).__name__}' instead.")
     if dtype.is_integer and arr.dtype.kind == "b":
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
+    if dtype.is_bool and arr.dtype.kind in "iuf":  # tf.constant(1, tf.bool) is refused too
+        raise TypeError(f"Expected bool, got {value!r} of type '{type(value).__name__}' instead.")
     if (dtype.is_numeric or dtype.is_bool) and arr.dtype.kind in "USO":
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
     if dtype == dtypes.string and arr.dtype.kind not in "USO" and arr.size:

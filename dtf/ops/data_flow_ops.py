@@ -16,7 +16,8 @@ from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from .common import convert, fmt_shape
 
-__all__ = ["QueueBase", "FIFOQueue", "ConditionalAccumulator"]
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
+           "ConditionalAccumulator"]
 
 _SCALAR = TensorShape([])
 
@@ -56,13 +57,16 @@ def _int32_scalar(inputs, attrs):
     return [(_dtypes.int32, _SCALAR)]
 
 
-_HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator")
+_HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator", "RandomShuffleQueueV2",
+               "PaddingFIFOQueueV2")
 # op type -> shape function; every one takes the resource handle as input 0.
 _RESOURCE_OPS = {
     "QueueEnqueueV2": _no_outputs,
     "QueueEnqueueManyV2": _no_outputs,
     "QueueDequeueV2": _dequeue_infer,
     "QueueDequeueManyV2": _dequeue_many_infer,
+    "QueueDequeueUpToV2": lambda inputs, attrs: [
+        (dt, TensorShape([None]).concatenate(s)) for dt, s in _dequeue_infer(inputs, attrs)],
     "QueueSizeV2": _int32_scalar,
     "QueueCloseV2": _no_outputs,
     "AccumulatorApplyGradient": _no_outputs,
@@ -156,6 +160,14 @@ class QueueBase:
                                                   "timeout_ms": -1}, name, "DequeueMany")
         return self._outputs(op)
 
+    def dequeue_up_to(self, n, name=None):
+        """Like dequeue_many, but once the queue is closed returns what is left (fewer
+        than ``n``, at least one) instead of failing."""
+        n = convert(n, "n", dtype=_dtypes.int32)
+        op = self._op("QueueDequeueUpToV2", [n], {"component_types": list(self._dtypes),
+                                                  "timeout_ms": -1}, name, "DequeueUpTo")
+        return self._outputs(op)
+
     def size(self, name=None):
         """The number of elements in the queue (an int32 scalar)."""
         return self._op("QueueSizeV2", [], {}, name, "Size").outputs[0]
@@ -167,6 +179,64 @@ class QueueBase:
                         name, "Close")
 
 
+def _queue_attrs(dtypes, shapes, capacity, shared_name, padded=False):
+    """(dtypes, shapes, attrs) of a queue's handle op, shapes checked as TF does (a
+    padding queue's may leave dimensions unknown, not ranks)."""
+    if not isinstance(dtypes, (list, tuple)):
+        dtypes = [dtypes]
+    dtypes = [_dtypes.as_dtype(d) for d in dtypes]
+    if shapes is None:
+        shapes = [unknown_shape()] * len(dtypes)
+    else:
+        # TF's rule: one shape given as a list of dims (``shapes=()`` for scalars).
+        if isinstance(shapes, TensorShape) or all(s is None or isinstance(s, int)
+                                                  for s in shapes):
+            shapes = [shapes]
+        shapes = [as_shape(s) for s in shapes]
+        if len(shapes) != len(dtypes):
+            raise ValueError("Queue shapes must have the same length as dtypes")
+        for s in shapes:
+            if not (s.ndims is not None if padded else s.is_fully_defined()):
+                raise ValueError(f"Queue shapes must be {'of known rank' if padded else 'fully defined'}"
+                                 f": {fmt_shape(s)}")
+    attrs = {"component_types": dtypes,
+             "shapes": [] if all(s.ndims is None for s in shapes) else [_shape_attr(s) for s in shapes],
+             "capacity": int(capacity), "container": "", "shared_name": shared_name or ""}
+    return dtypes, shapes, attrs
+
+
+class RandomShuffleQueue(QueueBase):
+    """A queue that dequeues elements in a random order, keeping ``min_after_dequeue``
+    elements back until it is closed."""
+
+    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None,
+                 shared_name=None, name="random_shuffle_queue"):
+        from .random_ops import get_seed
+
+        if names is not None:
+            raise NotImplementedError("RandomShuffleQueue(names=...) is not supported")
+        dtypes, shapes, attrs = _queue_attrs(dtypes, shapes, capacity, shared_name)
+        seed1, seed2 = get_seed(seed)
+        attrs.update(min_after_dequeue=int(min_after_dequeue), seed=seed1 or 0, seed2=seed2 or 0)
+        ref = _ops.make_tensor("RandomShuffleQueueV2", [], attrs, name=name)
+        super().__init__(dtypes, shapes, None, ref)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A FIFOQueue whose ``shapes`` may have None dimensions: ``dequeue_many`` pads each
+    component to the largest in the batch."""
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        if names is not None:
+            raise NotImplementedError("PaddingFIFOQueue(names=...) is not supported")
+        if shapes is None:
+            raise ValueError("PaddingFIFOQueue needs shapes (of known rank)")
+        dtypes, shapes, attrs = _queue_attrs(dtypes, shapes, capacity, shared_name, padded=True)
+        ref = _ops.make_tensor("PaddingFIFOQueueV2", [], attrs, name=name)
+        super().__init__(dtypes, shapes, None, ref)
+
+
 class FIFOQueue(QueueBase):
     """A queue that dequeues elements in first-in first-out order."""
 
@@ -174,25 +244,7 @@ class FIFOQueue(QueueBase):
                  name="fifo_queue"):
         if names is not None:
             raise NotImplementedError("FIFOQueue(names=...) is not supported")
-        if not isinstance(dtypes, (list, tuple)):
-            dtypes = [dtypes]
-        dtypes = [_dtypes.as_dtype(d) for d in dtypes]
-        if shapes is None:
-            shapes = [unknown_shape()] * len(dtypes)
-        else:
-            # TF's rule: one shape given as a list of dims (``shapes=()`` for scalars).
-            if isinstance(shapes, TensorShape) or all(s is None or isinstance(s, int)
-                                                      for s in shapes):
-                shapes = [shapes]
-            shapes = [as_shape(s) for s in shapes]
-            if len(shapes) != len(dtypes):
-                raise ValueError("Queue shapes must have the same length as dtypes")
-            for s in shapes:
-                if not s.is_fully_defined():
-                    raise ValueError(f"Queue shapes must be fully defined: {fmt_shape(s)}")
-        attrs = {"component_types": dtypes,
-                 "shapes": [] if all(s.ndims is None for s in shapes) else [_shape_attr(s) for s in shapes],
-                 "capacity": int(capacity), "container": "", "shared_name": shared_name or ""}
+        dtypes, shapes, attrs = _queue_attrs(dtypes, shapes, capacity, shared_name)
         ref = _ops.make_tensor("FIFOQueueV2", [], attrs, name=name)
         super().__init__(dtypes, shapes, None, ref)
 

@@ -2,9 +2,13 @@
 
 Gradient functions come from the op registry (``RegisterGradient``); this module only
 walks the graph. Unconnected inputs get None; gradients reaching a tensor along several
-paths are summed (AddN), as in TF.
+paths are summed (AddN), or concatenated when all are IndexedSlices, as in TF.
 """
 from __future__ import annotations
+
+import collections
+
+import numpy as np
 
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import get_gradient_function
@@ -71,10 +75,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             for t in op.inputs:
                 if t.op in between:
                     pending[t.op] = pending.get(t.op, 0) + 1
-        ready = [op for op in between if pending.get(op, 0) == 0]
+        # First in, first out from the ys in order, as TF walks: the order in which the
+        # gradients reaching a tensor are listed (so concatenated IndexedSlices) is TF's.
+        ready = collections.deque(dict.fromkeys(
+            y.op for y in ys if y.op in between and pending.get(y.op, 0) == 0))
         seen = set()
         while ready:
-            op = ready.pop()
+            op = ready.popleft()
             if op in seen:
                 continue
             seen.add(op)
@@ -124,13 +131,24 @@ def _aggregate(gs, t):
         return None
     if len(gs) == 1:
         return gs[0]
+    from dtf.framework.indexed_slices import IndexedSlices, concat_indexed_slices
     from .math_ops import add_n
 
-    return add_n(gs)
+    # Sparse gradients stay sparse (rows concatenated); mixed with a dense one they are
+    # densified and summed, as TF's AggregateIndexedSlicesGradients does.
+    if all(isinstance(g, IndexedSlices) for g in gs):
+        return concat_indexed_slices(gs)
+    return add_n([_ops.convert_to_tensor(g) for g in gs])
+
+
+# Op types whose gradient functions take IndexedSlices as they come (passing them on or
+# handling them); every other gradient function gets them densified.
+TAKES_INDEXED_SLICES = {"Identity"}
 
 
 def _call_grad_fn(op, out_grads, grad_scope, graph):
-    op_type = graph._gradient_override_map.get(op.type, op.type)
+    # gradient_override_map applies to the ops created inside it (TF records it then).
+    op_type = graph._gradient_type_by_op.get(op.name, op.type)
     try:
         fn = get_gradient_function(op_type)
     except LookupError:
@@ -139,11 +157,16 @@ def _call_grad_fn(op, out_grads, grad_scope, graph):
         return [None] * len(op.inputs)
     # Missing output gradients become zeros, as TF does for multi-output ops.
     filled = []
+    sparse_ok = op_type in TAKES_INDEXED_SLICES
     for t, g in zip(op.outputs, out_grads):
         if g is None and _is_backprop(t):
             from .array_ops import zeros_like
 
             g = zeros_like(t)
+        elif not sparse_ok and not isinstance(g, _ops.Tensor) and g is not None:
+            # IndexedSlices reaching a gradient written for dense tensors: densified, as
+            # TF's op constructors would convert them.
+            g = _ops.convert_to_tensor(g)
         filled.append(g)
     with _ops.name_scope(None), _ops.name_scope(f"{grad_scope}/{op.name}_grad/"):
         in_grads = fn(op, *filled)
@@ -183,6 +206,34 @@ def _reaching(end_ops, within):
     return seen
 
 
-def hessians(ys, xs, name="hessians", **kwargs):
-    raise NotImplementedError("tf.hessians is not supported")
+def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False,
+             gate_gradients=False, aggregation_method=None):
+    """The Hessian of sum(ys) for each x in xs, shaped x.shape + x.shape.
 
+    TF builds it with a while_loop over the flattened first derivative; dtf unrolls that
+    loop, one tf.gradients per element of x, so each x needs a fully known static shape
+    (and a large x makes a large graph)."""
+    from . import array_ops
+
+    xs = xs if isinstance(xs, (list, tuple)) else [xs]
+    result = []
+    with _ops.name_scope(name):
+        first = gradients(ys, xs)
+        for g, x in zip(first, xs):
+            x = _ops.convert_to_tensor(x)
+            if not x.shape.is_fully_defined():
+                raise NotImplementedError(
+                    f"tf.hessians: {x.name} has shape {x.shape}; dtf needs a fully defined "
+                    "shape (it unrolls TF's while_loop over the elements of x)")
+            dims = x.shape.as_list()
+            n = int(np.prod(dims)) if dims else 1
+            if g is None:
+                result.append(array_ops.zeros(dims + dims, dtype=x.dtype))
+                continue
+            flat = array_ops.reshape(g, [-1])
+            rows = []
+            for j in range(n):
+                row = gradients(flat[j], x)[0]
+                rows.append(array_ops.zeros_like(x) if row is None else row)
+            result.append(array_ops.reshape(array_ops.stack(rows), dims + dims))
+    return result

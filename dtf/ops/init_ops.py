@@ -147,7 +147,9 @@ class VarianceScaling(Initializer):
 
     def __call__(self, shape, dtype=None, partition_info=None):
         dtype = _float_dtype(dtype or self.dtype)
-        fan_in, fan_out = _compute_fans([int(d) for d in shape])
+        # A shard of a partitioned variable scales by the full variable's fans, as in TF.
+        scale_shape = shape if partition_info is None else partition_info.full_shape
+        fan_in, fan_out = _compute_fans([int(d) for d in scale_shape])
         denom = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, denom)
         rnd = _random_ops()

@@ -170,6 +170,16 @@ argmax = _make_arg("ArgMax")
 argmin = _make_arg("ArgMin")
 
 
+def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+    """TF 1.x's raw ArgMax: the index of the largest value along ``dimension``."""
+    return argmax(input, dimension, name=name, output_type=output_type)
+
+
+def arg_min(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+    """TF 1.x's raw ArgMin: the index of the smallest value along ``dimension``."""
+    return argmin(input, dimension, name=name, output_type=output_type)
+
+
 @register_op("ReducedShape")
 def _reduced_shape_infer(inputs, attrs):
     return [(inputs[0].dtype, inputs[0].shape)]

@@ -128,14 +128,20 @@ def _dynamic_stitch_infer(inputs, attrs):
 
 def dynamic_stitch(indices, data, name=None):
     """Interleaves the values of ``data`` into one tensor: merged[indices[m][i]] = data[m][i]."""
+    return stitch("DynamicStitch", indices, data, name)
+
+
+def stitch(op_type, indices, data, name):
+    """A DynamicStitch-like op (DynamicStitch, or ParallelDynamicStitch as embedding_lookup
+    builds it) over ``indices`` and ``data``."""
     indices, data = list(indices), list(data)
     if len(indices) != len(data) or not indices:
         raise ValueError(f"dynamic_stitch needs as many data tensors as index tensors (at least "
                          f"one); got {len(indices)} and {len(data)}")
-    with _ops.name_scope(name, "DynamicStitch", indices + data) as scope:
+    with _ops.name_scope(name, op_type, indices + data) as scope:
         indices = [convert(i, f"indices_{k}", dtype=dtypes.int32) for k, i in enumerate(indices)]
-        data = A._convert_list(data, "DynamicStitch", "data")
-        return _ops.make_tensor("DynamicStitch", indices + data, {"T": data[0].dtype, "N": len(data)},
+        data = A._convert_list(data, op_type, "data")
+        return _ops.make_tensor(op_type, indices + data, {"T": data[0].dtype, "N": len(data)},
                                 name=scope)
 
 

@@ -14,7 +14,7 @@ from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from .common import convert, fmt_shape
 
-__all__ = ["assign", "assign_add", "assign_sub", "is_variable_initialized"]
+__all__ = ["assign", "assign_add", "assign_sub", "count_up_to", "is_variable_initialized"]
 
 
 # -- variables ---------------------------------------------------------------------
@@ -173,6 +173,12 @@ def _make_apply(op_type, ref_names, arg_names):
     def fn(*args, use_locking=False, name=None, **attrs):
         if len(args) != len(ref_names) + len(arg_names):
             raise TypeError(f"{op_type} takes {ref_names + arg_names}, got {len(args)} inputs")
+        if any(hasattr(a, "indices") and hasattr(a, "values") for a in args):
+            # An IndexedSlices gradient: the SparseApply form, which updates its rows only.
+            from .scatter_ops import sparse_apply
+
+            return sparse_apply(op_type, args[:len(ref_names)], args[len(ref_names):],
+                                use_locking=use_locking, name=name, **attrs)
         refs = [_as_ref(r, op_type) for r in args[:len(ref_names)]]
         dtype = refs[0].dtype
         others = [convert(v, n, dtype=APPLY_ARG_DTYPES.get((op_type, n), dtype))
@@ -255,3 +261,19 @@ for _op in ["VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitial
             "ValueOrInitial", "SelectUninitialized", "SaveV2", "RestoreV2",
             "MergeV2Checkpoints", "ShardedFilename", *APPLY_OPS]:
     NotDifferentiable(_op)
+
+
+@register_op("CountUpTo", stateful=True, ref_inputs=(0,))
+def _count_up_to_infer(inputs, attrs):
+    return [(inputs[0].dtype, TensorShape([]))]
+
+
+NotDifferentiable("CountUpTo")
+
+
+def count_up_to(ref, limit, name=None):
+    """Increments the integer variable ``ref`` and returns its value before; once it has
+    reached ``limit``, raises OutOfRangeError instead (how input producers count epochs)."""
+    ref = _as_ref(ref, "CountUpTo")
+    return _ops.make_tensor("CountUpTo", [ref], {"T": ref.dtype, "limit": int(limit)},
+                            name=name or "CountUpTo")

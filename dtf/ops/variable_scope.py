@@ -123,11 +123,30 @@ class VariableScope:
                 constraint = self._constraint
             if dtype is None:
                 dtype = self._dtype
+            if partitioner is None:
+                partitioner = self._partitioner
+            if partitioner is not None and not (shape is not None and as_shape(shape).ndims == 0):
+                return _partitioned(var_store, full_name, shape, dtype, initializer, partitioner,
+                                    dict(regularizer=regularizer, reuse=reuse, trainable=trainable,
+                                         collections=collections, validate_shape=validate_shape,
+                                         custom_getter=custom_getter, constraint=constraint))
             return var_store.get_variable(
                 full_name, shape=shape, dtype=dtype, initializer=initializer,
                 regularizer=regularizer, reuse=reuse, trainable=trainable,
                 collections=collections, validate_shape=validate_shape,
                 custom_getter=custom_getter, constraint=constraint)
+
+
+def _partitioned(var_store, full_name, shape, dtype, initializer, partitioner, kwargs):
+    """get_variable with a partitioner: a PartitionedVariable of ordinary shards."""
+    from .partitioned_variables import get_partitioned_variable
+
+    def create_shard(shard_name, shard_shape, shard_initializer):
+        return var_store.get_variable(shard_name, shape=shard_shape, dtype=dtype,
+                                      initializer=shard_initializer, **kwargs)
+
+    return get_partitioned_variable(var_store, full_name, shape, dtype, initializer,
+                                    partitioner, kwargs["reuse"], create_shard)
 
 
 class _ScopeState(threading.local):
@@ -141,6 +160,7 @@ class _VariableStore:
 
     def __init__(self):
         self.vars: dict[str, Variable] = {}
+        self.partitioned_vars: dict = {}  # name -> PartitionedVariable
         self.scopes = _ScopeState()
 
     def open_scope(self, name):
@@ -204,15 +224,20 @@ class _VariableStore:
         return found
 
 
+def default_initializer(name, dtype):
+    """get_variable's initializer when none is given: glorot uniform for floats, zeros for
+    integers, bools and strings."""
+    if dtype.is_floating:
+        return init_ops.glorot_uniform_initializer()
+    if dtype.is_integer or dtype.is_bool or dtype == dtypes.string:
+        return init_ops.zeros_initializer()
+    raise ValueError(f"An initializer for variable {name} of {dtype} is required")
+
+
 def _initial_value(name, shape, dtype, initializer):
     """What Variable gets: the constant itself, or a thunk calling the initializer."""
     if initializer is None:
-        if dtype.is_floating:
-            initializer = init_ops.glorot_uniform_initializer()
-        elif dtype.is_integer or dtype.is_bool or dtype == dtypes.string:
-            initializer = init_ops.zeros_initializer()
-        else:
-            raise ValueError(f"An initializer for variable {name} of {dtype} is required")
+        initializer = default_initializer(name, dtype)
     if not callable(initializer):
         return initializer
     import inspect  # here, not at import: inspect costs ~15 ms of start-up
@@ -258,7 +283,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     return get_variable_scope().get_variable(
         _store(), name, shape=shape, dtype=dtype, initializer=initializer,
         regularizer=regularizer, trainable=trainable, collections=collections,
-        validate_shape=validate_shape, custom_getter=custom_getter, constraint=constraint)
+        validate_shape=validate_shape, custom_getter=custom_getter, constraint=constraint,
+        partitioner=partitioner)
 
 
 def get_local_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,

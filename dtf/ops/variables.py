@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
+from dtf.framework.func_graph import init_scope
 from dtf.framework.ops import GraphKeys
 from dtf.framework.tensor_shape import as_shape, unknown_shape
 from . import state_ops
@@ -29,7 +30,10 @@ class Variable:
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
         if variable_def is not None:
-            raise NotImplementedError("Variable(variable_def=...) is not supported")
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if constraint is not None and not callable(constraint):
@@ -45,8 +49,13 @@ class Variable:
         self._trainable = trainable
         self._constraint = constraint
         self._save_slice_info = None
-        graph = _ops.get_default_graph()
-        with graph.control_dependencies(None):  # variables ignore the caller's control deps
+        if isinstance(initial_value, _ops.Tensor) and initial_value.graph.building_function:
+            raise ValueError(f"Initializer for variable {name} is from inside a control-flow "
+                             "construct, such as a loop or conditional. When creating a variable "
+                             "inside a loop or conditional, use a lambda as the initializer.")
+        # Variables ignore the caller's control deps; one made inside a cond or loop body is
+        # made outside it (and the body captures it), as TF's init_scope does.
+        with init_scope() as graph:
             self._build(graph, initial_value, validate_shape, name, dtype, shape)
         graph.add_to_collections(collections, self)
 
@@ -76,6 +85,34 @@ class Variable:
                 self._initializer_op = state_ops.assign(
                     self._variable, self._initial_value, validate_shape=validate_shape).op
                 self._snapshot = _identity(self._variable, "read")
+
+    def _init_from_proto(self, variable_def, import_scope=None):
+        """Wraps the ops a VariableDef names (in a graph already imported) as a Variable."""
+        from dtf.train.meta_graph import prepend_name_scope
+
+        graph = _ops.get_default_graph()
+
+        def element(name):
+            return graph.as_graph_element(prepend_name_scope(name, import_scope))
+
+        self._variable = element(variable_def.variable_name)
+        self._initializer_op = element(variable_def.initializer_name)
+        self._snapshot = element(variable_def.snapshot_name)
+        self._initial_value = (element(variable_def.initial_value_name)
+                               if variable_def.initial_value_name else None)
+        self._trainable = variable_def.trainable
+        self._constraint = None
+        self._save_slice_info = None
+
+    def to_proto(self, export_scope=None):
+        """This variable as a VariableDef proto (what a MetaGraphDef's collections hold)."""
+        from dtf.train.meta_graph import variable_def
+
+        return variable_def(self, export_scope)
+
+    @staticmethod
+    def from_proto(variable_def, import_scope=None):
+        return Variable(variable_def=variable_def, import_scope=import_scope)
 
     # -- properties ------------------------------------------------------------------
     name = property(lambda self: self._variable.name)
@@ -137,6 +174,18 @@ class Variable:
         t = state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return t if read_value else t.op
 
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        """ref[sparse_delta.indices] -= sparse_delta.values (IndexedSlices)."""
+        return _scatter("scatter_sub", self, sparse_delta, use_locking, name)
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """ref[sparse_delta.indices] += sparse_delta.values (IndexedSlices)."""
+        return _scatter("scatter_add", self, sparse_delta, use_locking, name)
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        """ref[sparse_delta.indices] = sparse_delta.values (IndexedSlices)."""
+        return _scatter("scatter_update", self, sparse_delta, use_locking, name)
+
     def set_shape(self, shape):
         self._variable.set_shape(shape)
         self._snapshot.set_shape(shape)
@@ -180,6 +229,16 @@ for _n in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__", "__inve
 
 VariableV1 = Variable
 RefVariable = Variable
+
+
+def _scatter(fn, var, sparse_delta, use_locking, name):
+    from dtf.framework.indexed_slices import IndexedSlices
+    from . import scatter_ops
+
+    if not isinstance(sparse_delta, IndexedSlices):
+        raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
+    return getattr(scatter_ops, fn)(var, sparse_delta.indices, sparse_delta.values,
+                                    use_locking=use_locking, name=name)
 
 
 def _identity(t, name):

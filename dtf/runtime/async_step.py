@@ -7,14 +7,16 @@ else on a handler thread) and goes back to serving; each reply completes a part,
 last one answers the client. A step costs no thread hand-off on this task.
 
 Liveness is watched as on the threaded path: every PING_EVERY_S the tasks that have not
-answered are pinged, and one that stays silent for PING_TIMEOUT_S, or answers with
-another incarnation, fails the step by name.
+answered are pinged, and one that stays silent for PING_TIMEOUT_S while its port refuses
+connections (dead, not hung: dtf.runtime.liveness), or answers with another incarnation,
+fails the step by name.
 """
 from __future__ import annotations
 
 import time
 
 from dtf.framework import errors
+from dtf.runtime import liveness
 from dtf.wire import transport
 
 
@@ -35,6 +37,7 @@ class AsyncStep:
         self.pending = set(range(len(plan.parts)))
         self.rids: dict = {}  # part index -> request id of a remote part
         self.done = False
+        self.silences = None  # task -> liveness.SilentPeer, once one was silent
 
     def start(self):
         local_task = self.master.task_name
@@ -130,6 +133,11 @@ class AsyncStep:
         self._release()
         self.respond(error)
 
+    def _silence(self, part):
+        if self.silences is None:
+            self.silences = {}
+        return self.silences.setdefault(part.task, liveness.SilentPeer())
+
     def check_peers(self):
         """Pings the parts still running remotely (the watchdog calls it every PING_EVERY_S)."""
         for i in list(self.pending):
@@ -142,16 +150,27 @@ class AsyncStep:
 
         def on_pong(reply):
             answered.append(True)
+            self._silence(part).answered()
             if reply.get("incarnation") != part.incarnation:
                 self._fail(part.task, errors.AbortedError(
                     None, None, f"Task {part.task} at {address} restarted while the step was running"))
 
         def on_silence():
-            if not answered:
-                self.loop.forget(rid)
-                self._fail(part.task, errors.UnavailableError(
+            if answered or self.done:
+                return
+            self.loop.forget(rid)
+            # The port probe may block (a host that is gone): off the I/O thread.
+            self.loop.run_on_pool(lambda: liveness.port_accepts(address), judge)
+
+        def judge(accepts):
+            if self.done:
+                return
+            try:
+                self._silence(part).judge(address, errors.UnavailableError(
                     None, None, f"Task {part.task} at {address} is not answering (it may have "
-                    "died or never started)"))
+                    "died or never started)"), accepts=accepts is True)
+            except errors.OpError as e:
+                self._fail(part.task, e)
 
         rid = self.loop.request(address, {"type": "Ping"}, on_pong, kind="ping")
         self.loop.call_later(transport.PING_TIMEOUT_S, on_silence)

@@ -60,7 +60,7 @@ class StepContext:
     """What a kernel sees of the step it runs in."""
 
     __slots__ = ("state", "resources", "step_id", "rendezvous", "deadline", "device", "task",
-                 "cancelled", "extra", "may_park")
+                 "cancelled", "extra", "may_park", "values")
 
     def __init__(self, state: ExecState, step_id=0, rendezvous=None, deadline=None,
                  device="", task=""):
@@ -76,6 +76,9 @@ class StepContext:
         # While a step runs in pieces: its resume callback, which a kernel about to block
         # registers where it waits before raising WouldBlock (see kernels.registry).
         self.may_park = None
+        # The step's value slots: a row update counts which references to a variable's
+        # array are this step's own (dtf/kernels/cpu/scatter.py).
+        self.values = None
 
     def rng(self, node_name, seed, seed2):
         return self.state.rng(node_name, seed, seed2)
@@ -136,7 +139,7 @@ class Plan:
             return self._run(ctx, feed_values, stats)
 
     def _run(self, ctx, feed_values, stats):
-        vals = self._slots(feed_values)
+        vals = ctx.values = self._slots(feed_values)
         if self.dataflow is not None:
             _DataflowRun(self, ctx, vals, stats).advance()
         elif self.inter_op is not None:
@@ -153,7 +156,8 @@ class Plan:
         False when the rest waits for tensors (``on_ready`` is called once one arrives),
         True when done; ``outputs()`` then gives the fetches. Servers run short partitions
         this way on their I/O thread, so no thread waits for a tensor."""
-        return _DataflowRun(self, ctx, self._slots(feed_values), None)
+        vals = ctx.values = self._slots(feed_values)
+        return _DataflowRun(self, ctx, vals, None)
 
     def _slots(self, feed_values):
         vals = [None] * self.n_slots
@@ -277,6 +281,8 @@ class _DataflowRun:
                             parked[key] = i
                             continue
                         vals[steps[i][2]] = value
+                        if stats is not None:
+                            _record_recv(stats, steps[i], value)
                     done = (i,)
                 else:
                     rendezvous.flush()
@@ -293,6 +299,8 @@ class _DataflowRun:
                     for i, value in arrived:
                         del parked[recv_keys[i]]
                         vals[steps[i][2]] = value
+                        if stats is not None:
+                            _record_recv(stats, steps[i], value)
                     done = [i for i, _ in arrived]
                 for i in done:
                     remaining -= 1
@@ -351,7 +359,7 @@ class _DataflowRun:
         out = self.plan._outputs(self.ctx, self.vals)
         # A server's parked-step callbacks can keep this run alive until the cycle collector
         # runs: drop the step's values now (same-host tensors hold shared-memory segments).
-        self.vals = None
+        self.vals = self.ctx.values = None
         return out
 
 
@@ -375,6 +383,44 @@ def _invoke(step, ctx, vals, stats=None):
                   if not isinstance(vals[out + k], VariableResource)]
         stats.append(NodeStat(node.name, node.op, int(start * 1e6),
                               int((time.perf_counter() - t0) * 1e6), shapes))
+
+
+def _fusable_op_types(device_type):
+    """Op types fusion may merge into a group (their variable reads stay deref steps)."""
+    if device_type != "CPU" or not fusion.ENABLED:
+        return frozenset()
+    from dtf.kernels.cpu.fused import TEMPLATES
+
+    return frozenset(TEMPLATES) | frozenset(fusion.HEADS)
+
+
+def _reading_variables(compute, positions):
+    """``compute`` reading the variables at input ``positions`` itself, when called."""
+    if len(positions) == 1:
+        (p,) = positions
+
+        def run_one(ctx, *xs):
+            xs = list(xs)
+            xs[p] = xs[p].read()
+            return compute(ctx, *xs)
+
+        return run_one
+
+    def run(ctx, *xs):
+        xs = list(xs)
+        for p in positions:
+            xs[p] = xs[p].read()
+        return compute(ctx, *xs)
+
+    return run
+
+
+def _record_recv(stats, step, value):
+    """A traced step lists its receives too (as TF's step stats do): their output shapes
+    say how much each step moved between tasks."""
+    node = step[4]
+    stats.append(NodeStat(node.name, node.op, int(time.time() * 1e6), 0,
+                          [list(np.shape(value))]))
 
 
 class _Missing:
@@ -435,6 +481,11 @@ def _op_failure(e, node, inputs, ctx) -> errors.OpError:
             new = type(e)(node.name, None, msg)
             return new
         return e
+    if isinstance(e, OSError):  # file I/O in a kernel: TF's class for the errno, path, OS message
+        from dtf.framework import os_errors
+
+        os_error = os_errors.from_os_error(e)
+        return type(os_error)(node.name, None, f'{node.op} "{node.name}"{where}: {os_error.message}')
     shapes = ", ".join(_describe(v) for v in inputs)
     cls = errors.InvalidArgumentError
     if isinstance(e, MemoryError):
@@ -537,19 +588,26 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
 
     steps = []
     blocking = False
+    fusable_ops = _fusable_op_types(device_type)
     for node in order:
         opdef = get_op_def(node.op)
         passes_ref = node.name in ref_producers and opdef.forwards_ref
-        ins = []
+        ins, reads = [], []
         for pos, inp in enumerate(node.inputs):
             slot = slot_of[inp]
             src = split_tensor_name(inp)[0]
             if (src in ref_producers and inp not in fed and pos not in opdef.ref_inputs
                     and not (passes_ref and pos == 0)):
-                # One read per consumer, at the consumer's turn (never shared).
-                steps.append((_deref, (slot,), n_slots, 1, node))
-                slot = n_slots
-                n_slots += 1
+                # One read per consumer, at the consumer's turn (never shared): inside its
+                # kernel call, so no slot keeps the variable's array for the rest of the
+                # step (a sparse update may then write a table in place); a deref step
+                # for ops that fusion may merge (it works on slots).
+                if node.op in fusable_ops:
+                    steps.append((_deref, (slot,), n_slots, 1, node))
+                    slot = n_slots
+                    n_slots += 1
+                else:
+                    reads.append(pos)
             ins.append(slot)
         try:
             kdef = kernel_registry.lookup(node.op, device_type, node.dtype_key)
@@ -558,6 +616,8 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
                 node.name, None, f"No OpKernel was registered to support Op '{node.op}' used by "
                 f"node {node.name}: {e.message}") from None
         compute = kdef.factory(node)
+        if reads:
+            compute = _reading_variables(compute, tuple(reads))
         blocking = blocking or kdef.blocking
         out = slot_of.get(f"{node.name}:0", n_slots) if node.output_dtypes else 0
         steps.append((compute, tuple(ins), out, len(node.output_dtypes), node))

@@ -15,14 +15,37 @@ import threading
 import time
 from dataclasses import dataclass
 
-from dtf.framework import errors
+import numpy as np
+
+from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.partition import partition
 from dtf.placement import ClusterView, place, task_of
+from dtf.runtime import env
 from dtf.runtime.async_step import AsyncStep
 from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 
 log = logging.getLogger("dtf")
+
+# A session no client has used for this long is closed by the master, as if its client had
+# closed it: a client that died without closing must not keep its graphs on every worker.
+IDLE_TIMEOUT_ENV = "DTF_SESSION_IDLE_TIMEOUT_S"
+DEFAULT_IDLE_TIMEOUT_S = 3600.0
+# The error for a session closed that way says so; its client opens a new one in its place
+# (a session holds only its graph: variables and queues live on the tasks).
+SESSION_EXPIRED = "was closed by the master after"
+_EXPIRED_KEPT = 4096  # handles of expired sessions remembered, to tell them from unknown ones
+
+
+def idle_timeout_s() -> float:
+    return env.seconds(IDLE_TIMEOUT_ENV, DEFAULT_IDLE_TIMEOUT_S, positive=True)
+
+
+def session_expired(error, handle) -> bool:
+    """Whether ``error`` (from a master) says that session ``handle`` was closed for being
+    idle, rather than lost with a restarted master."""
+    return isinstance(error, errors.AbortedError) and SESSION_EXPIRED in error.message and \
+        repr(handle) in error.message
 
 
 @dataclass
@@ -55,6 +78,8 @@ class MasterSession:
         self.config = config or {}
         self._plans: dict = {}
         self._lock = threading.Lock()
+        self.last_used = time.monotonic()
+        self.steps_in_flight = 0
         self.extend(nodes)
 
     def extend(self, nodes):
@@ -76,14 +101,47 @@ class MasterSession:
         return sp
 
     def invalidate(self):
+        """Forgets the plans (a task restarted): their graphs are deregistered where they
+        still exist, and the next steps register afresh."""
         with self._lock:
-            self._plans.clear()
+            plans, self._plans = self._plans, {}
+        self.master.deregister([p for sp in plans.values() for p in sp.parts])
+
+    def close(self):
+        self.invalidate()
+
+    def tensor_dtype(self, name, role="FetchOutputs"):
+        """The dtype of tensor ``name`` ("op:index") of the session's graph; errors as TF's
+        master words them for a name it cannot find (``role``: FetchOutputs, FeedInputs)."""
+        op, index = split_tensor_name(name)
+        node = self.nodes.get(op)
+        if node is None:
+            raise errors.NotFoundError(None, None, f"{role} node {name}: not found in the session's graph")
+        if not 0 <= index < len(node.output_dtypes):
+            raise errors.InvalidArgumentError(
+                None, None, f"{role} {name}: output index too large, must be < {len(node.output_dtypes)}")
+        return node.output_dtypes[index]
+
+    def check_feeds(self, feeds: dict):
+        """A fed value must have its tensor's dtype (a client that casts, as TF's Python
+        client does, never fails this; one writing the wire itself can)."""
+        for i, (name, value) in enumerate(sorted(feeds.items())):
+            want = dtypes.as_dtype(self.tensor_dtype(name, "FeedInputs")).base_dtype
+            try:
+                got = dtypes.from_numpy(np.asarray(value).dtype)
+            except TypeError:
+                got = None
+            if got != want:
+                got_name = dtypes.tf_type_string(got) if got is not None else type(value).__name__
+                raise errors.InvalidArgumentError(
+                    None, None, f"Expects arg[{i}] to be {dtypes.tf_type_string(want)} but {got_name} "
+                    f"is provided (the value fed for {name})")
 
     def _build(self, fetches, feeds, targets) -> _StepPlan:
-        for f in fetches + feeds:
-            op = split_tensor_name(f)[0]
-            if op not in self.nodes:
-                raise errors.InvalidArgumentError(None, None, f"Tensor {f} is not in the session's graph")
+        for f in fetches:
+            self.tensor_dtype(f)
+        for f in feeds:
+            self.tensor_dtype(f, "FeedInputs")
         nodes = needed_nodes(self._lookup, fetches, feeds, targets)
         placement = place(nodes, self.master.cluster_view(),
                           bool(self.config.get("allow_soft_placement")),
@@ -110,6 +168,7 @@ class MasterSession:
 
     def run_step(self, fetches, feeds: dict, targets, timeout_ms=0, trace=False):
         sp = self.plan(tuple(fetches), tuple(sorted(feeds)), tuple(targets))
+        self.check_feeds(feeds)
         msgs, step_id = self._run_graph_messages(sp, feeds, timeout_ms, trace)
         replies = self.master.peers.call_all([(p.task, m) for p, m in zip(sp.parts, msgs)],
                                              timeout_ms, step_id)
@@ -128,6 +187,7 @@ class MasterSession:
         sp = self._plans.get((tuple(fetches), tuple(sorted(feeds)) if feeds else (), tuple(targets)))
         if sp is None:
             return False
+        self.check_feeds(feeds)
         for p in sp.parts:
             if p.task != self.master.task_name and self.master.peers.in_process(p.task) is not None:
                 return False
@@ -156,6 +216,10 @@ class Master:
         self._handles = itertools.count(1)
         self._lock = threading.Lock()
         self.sessions_created = 0
+        self._expired: collections.OrderedDict = collections.OrderedDict()  # handle -> idle s
+        self._idle_timeout_s = idle_timeout_s()
+        self._stop_reaper = threading.Event()
+        self._reaper = None
 
     def cluster_view(self) -> ClusterView:
         job, task = _job_task(self.task_name)
@@ -170,10 +234,16 @@ class Master:
         return {"session": handle}
 
     def _session(self, msg) -> MasterSession:
-        s = self._sessions.get(msg.get("session"))
+        handle = msg.get("session")
+        s = self._sessions.get(handle)
         if s is None:
-            raise errors.AbortedError(None, None, f"Session {msg.get('session')!r} is not found on "
+            idle = self._expired.get(handle) if isinstance(handle, str) else None
+            if idle is not None:
+                raise errors.AbortedError(None, None, f"Session {handle!r} {SESSION_EXPIRED} {idle:.0f} s "
+                                          f"without use ({IDLE_TIMEOUT_ENV}={self._idle_timeout_s:g})")
+            raise errors.AbortedError(None, None, f"Session {handle!r} is not found on "
                                       f"{self.task_name}; the master may have restarted")
+        s.last_used = time.monotonic()
         return s
 
     def start_step(self, msg, respond, loop) -> bool:
@@ -181,8 +251,25 @@ class Master:
         s = self._sessions.get(msg.get("session"))
         if s is None or msg.get("timeout_ms") or msg.get("trace"):
             return False
-        return s.start_step(msg.get("fetches", []), msg.get("feeds") or {}, msg.get("targets", []),
-                            respond, loop)
+        with self._lock:
+            s.last_used = time.monotonic()
+            s.steps_in_flight += 1
+
+        def step_ended(result):
+            with self._lock:
+                s.steps_in_flight -= 1
+                s.last_used = time.monotonic()
+            respond(result)
+
+        started = False
+        try:
+            started = s.start_step(msg.get("fetches", []), msg.get("feeds") or {},
+                                   msg.get("targets", []), step_ended, loop)
+        finally:
+            if not started:
+                with self._lock:
+                    s.steps_in_flight -= 1
+        return started
 
     def extend_session(self, msg):
         self._session(msg).extend(msg.get("nodes", []))
@@ -191,6 +278,8 @@ class Master:
     def run_step(self, msg):
         s = self._session(msg)
         t0 = time.perf_counter()
+        with self._lock:
+            s.steps_in_flight += 1
         try:
             values, stats = s.run_step(msg.get("fetches", []), msg.get("feeds") or {},
                                        msg.get("targets", []), msg.get("timeout_ms") or 0,
@@ -199,6 +288,10 @@ class Master:
             s.invalidate()  # a task restarted: register afresh next time
             self.peers.forget_gpu_counts()
             raise
+        finally:
+            with self._lock:
+                s.steps_in_flight -= 1
+            s.last_used = time.monotonic()
         reply = {"outputs": values}
         if stats:
             reply["stats"] = stats
@@ -206,9 +299,51 @@ class Master:
         return reply
 
     def close_session(self, msg):
+        """Closes a session and deregisters its graphs from every task (as TF does)."""
         with self._lock:
-            self._sessions.pop(msg.get("session"), None)
+            s = self._sessions.pop(msg.get("session"), None)
+        if s is not None:
+            s.close()
         return {}
+
+    def deregister(self, parts):
+        """Drops registered partitions from their tasks: this task's at once, others' by
+        best-effort calls that nobody waits for (a dead task has dropped them anyway)."""
+        for p in parts:
+            self.peers.notify(p.task, {"type": "DeregisterGraph", "handle": p.handle})
+
+    def start_reaper(self):
+        """Closes sessions left idle for the idle timeout (see IDLE_TIMEOUT_ENV)."""
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap_loop, name="dtf-session-reaper",
+                                            daemon=True)
+            self._reaper.start()
+
+    def stop_reaper(self):
+        self._stop_reaper.set()
+
+    def _reap_loop(self):
+        every = min(30.0, max(0.05, self._idle_timeout_s / 4))
+        while not self._stop_reaper.wait(every):
+            try:
+                self.reap_idle()
+            except Exception:  # noqa: BLE001 - the next round tries again
+                log.exception("%s: closing idle sessions failed", self.task_name)
+
+    def reap_idle(self, now=None):
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            idle = [(h, s) for h, s in self._sessions.items()
+                    if s.steps_in_flight == 0 and now - s.last_used >= self._idle_timeout_s]
+            for h, s in idle:
+                del self._sessions[h]
+                self._expired[h] = now - s.last_used
+            while len(self._expired) > _EXPIRED_KEPT:
+                self._expired.popitem(last=False)
+        for h, s in idle:
+            log.info("%s: closing session %s, unused for %.0f s", self.task_name, h, now - s.last_used)
+            s.close()
+        return len(idle)
 
     def reset(self, msg):
         """Clears containers on every task of the cluster that answers."""
@@ -225,6 +360,20 @@ class Master:
             for s in self._sessions.values():
                 s.invalidate()
         return {"failed": failed}
+
+    def check_cluster(self, msg=None):
+        """The tasks of the cluster (of ``jobs``, when given) that do not answer a ping,
+        with whether their port still accepts connections (hung) or not (dead): a sync
+        chief whose updates stall names them."""
+        jobs = (msg or {}).get("jobs")
+        if jobs is not None and not (isinstance(jobs, list) and all(isinstance(j, str) for j in jobs)):
+            raise errors.InvalidArgumentError(None, None, f"CheckCluster: jobs must be a list of job "
+                                              f"names, got {type(jobs).__name__}")
+        tasks = [f"/job:{job}/replica:0/task:{idx}" for job, ts in sorted(self.cluster.items())
+                 if not jobs or job in jobs for idx in sorted(ts)]
+        silent = self.peers.silent_tasks([t for t in tasks if t != self.task_name])
+        return {"not_answering": [{"task": task, "address": address, "port_accepts": accepts}
+                                  for task, address, accepts in silent]}
 
     def list_devices(self, msg=None):
         devices = []

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from dtf.framework import errors
 from dtf.runtime.executor import ignore_float_errors_on_this_thread
+from dtf.runtime.liveness import SilentPeer
 from dtf.runtime.master import Master
 from dtf.runtime.step_log import StepLog
 from dtf.runtime.worker import Worker
@@ -92,6 +93,43 @@ class Peers:
         rid = self._send(task, address, msg)
         return self._receive(task, address, rid, timeout_s)
 
+    def notify(self, task, msg):
+        """Best effort, not waited for: ``msg`` to ``task``, whose answer or failure does
+        not matter (e.g. dropping a graph that a restarted task no longer holds)."""
+        svc = self._service(task)
+        if svc is not None:
+            try:
+                svc.dispatch(msg)
+            except errors.OpError:
+                pass
+            return
+        try:
+            self._pool.submit(self._quiet_call, task, msg)
+        except RuntimeError:  # the pool has shut down: this task is stopping
+            pass
+
+    def _quiet_call(self, task, msg):
+        try:
+            self.call(task, msg, timeout_s=transport.PING_TIMEOUT_S)
+        except errors.OpError:
+            pass
+
+    def silent_tasks(self, tasks) -> list:
+        """[(task, address, port accepts)] of the remote ``tasks`` that do not answer a
+        ping within PING_TIMEOUT_S (asked together; a port that accepts means hung)."""
+        from dtf.runtime.liveness import port_accepts
+
+        def silent(task):
+            address = self.address(task)
+            try:
+                self._client.ping(address, transport.PING_TIMEOUT_S)
+                return None
+            except transport.Unreachable:
+                return task, address, port_accepts(address)
+
+        remote = [t for t in tasks if self._service(t) is None]
+        return [r for r in self._pool.map(silent, remote) if r is not None]
+
     def _send(self, task, address, msg):
         try:
             return self._client.send(address, msg)
@@ -104,6 +142,7 @@ class Peers:
 
     def _receive(self, task, address, rid, timeout_s, incarnation=None, on_interim=None):
         state = {"last_ping": 0.0, "last_log": 0.0}
+        silence = SilentPeer()
 
         def on_wait(elapsed):
             if elapsed - state["last_log"] >= LOG_WAIT_EVERY_S:
@@ -111,7 +150,7 @@ class Peers:
                 log.info("waiting for %s at %s (%.0f s)", task, address, elapsed)
             if elapsed - state["last_ping"] >= transport.PING_EVERY_S:
                 state["last_ping"] = elapsed
-                self._client.check_alive(address, incarnation, f"Task {task}")
+                self._check_alive(task, address, incarnation, silence)
 
         try:
             reply = self._client.receive(address, rid, timeout_s, on_wait=on_wait, on_interim=on_interim)
@@ -119,6 +158,16 @@ class Peers:
             raise errors.DeadlineExceededError(
                 None, None, f"Timed out after {timeout_s:.1f} s waiting for {task} at {address}") from None
         return transport.raise_for_error(reply)
+
+    def _check_alive(self, task, address, incarnation, silence):
+        """A ping of ``task``; silence raises only when the task is dead, not hung (see
+        dtf.runtime.liveness); another incarnation always raises."""
+        try:
+            self._client.check_alive(address, incarnation, f"Task {task}")
+        except errors.UnavailableError as e:
+            silence.judge(address, e)
+        else:
+            silence.answered()
 
     def call_all(self, calls, timeout_ms, step_id):
         """Runs one message per task concurrently: remote ones are sent first, this task's
@@ -186,6 +235,7 @@ class Peers:
         """An idle callback: collects remote replies that arrived and raises the first error
         (or an UnavailableError when a peer stops answering pings)."""
         state = {"last_ping": time.monotonic()}
+        silences = {i: SilentPeer() for i, *_ in remote}
 
         def on_idle():
             for i, task, address, rid, _ in remote:
@@ -200,7 +250,7 @@ class Peers:
                 state["last_ping"] = now
                 for i, task, address, rid, incarnation in remote:
                     if i not in early:
-                        self._client.check_alive(address, incarnation, f"Task {task}")
+                        self._check_alive(task, address, incarnation, silences[i])
 
         return on_idle
 
@@ -373,6 +423,7 @@ class TaskService:
             "CloseSession": self.master.close_session,
             "ResetCluster": self.master.reset,
             "ListDevices": self.master.list_devices,
+            "CheckCluster": self.master.check_cluster,
         }
         self._inline = {
             "Ping": lambda msg: {"ok": True, "incarnation": self.worker.incarnation, "task": self.task},
@@ -398,6 +449,7 @@ class TaskService:
         with _IN_PROCESS_LOCK:
             _IN_PROCESS[normalize_address(self.address)] = self
         self._loop.start()
+        self.master.start_reaper()
 
     def dispatch(self, msg):
         """Handles a message from this process (no encoding); raises OpErrors."""
@@ -419,6 +471,7 @@ class TaskService:
         with _IN_PROCESS_LOCK:
             if _IN_PROCESS.get(normalize_address(self.address)) is self:
                 del _IN_PROCESS[normalize_address(self.address)]
+        self.master.stop_reaper()
         if self._loop is not None:
             self._loop.stop()
         self.peers.close()

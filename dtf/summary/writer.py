@@ -14,11 +14,11 @@ import socket
 import threading
 import time
 
+from dtf.framework.os_errors import as_tf_errors
 from dtf.summary import proto
 from dtf.summary.records import encode_record
 
 _FILE_VERSION = "brain.Event:2"
-_GRAPH_DEF_PRODUCER = 27  # a TF1-era GraphDef version; TensorBoard only displays it
 _STOP = object()  # queue sentinel
 
 
@@ -103,24 +103,18 @@ class _EventLogger:
             self._file.close()
 
 
-def _input_name(name: str) -> str:
-    """GraphDef spells output 0 of op "x" as "x", the others "x:1", controls "^x"."""
-    return name[:-2] if name.endswith(":0") and not name.startswith("^") else name
+def graph_def_proto(graph):
+    """The GraphDef proto of a dtf Graph (nodes, inputs, devices and attrs), for TensorBoard:
+    an attr with no GraphDef form is left out of the picture rather than failing the writer."""
+    from dtf.framework.graph_io import graph_def
 
-
-def graph_def_proto(graph) -> proto.GraphDef:
-    """The GraphDef proto (names, ops, inputs, devices) of a dtf Graph, for TensorBoard."""
-    gd = proto.GraphDef(versions=proto.VersionDef(producer=_GRAPH_DEF_PRODUCER))
-    for node in graph.as_graph_def():
-        gd.node.add(name=node["name"], op=node["op"], device=node.get("device", ""),
-                    input=[_input_name(i) for i in node["input"]])
-    return gd
+    return graph_def(graph, skip_unencodable=True, add_shapes=True)
 
 
 def _serialized_graph_def(graph, graph_def) -> bytes:
     if graph is not None:
         return graph_def_proto(graph).SerializeToString()
-    if isinstance(graph_def, proto.GraphDef):
+    if hasattr(graph_def, "SerializeToString"):
         return graph_def.SerializeToString()
     if isinstance(graph_def, (bytes, bytearray)):
         return bytes(graph_def)
@@ -136,10 +130,12 @@ class FileWriter:
             raise NotImplementedError("FileWriter(session=...) writes through TF2 summary ops, "
                                       "which dtf does not provide")
         self._logdir = str(logdir)
-        os.makedirs(self._logdir, exist_ok=True)
         self._options = (max_queue, flush_secs, filename_suffix or "")
         self._seen_summary_tags = set()
-        self._logger = _EventLogger(self._logdir, *self._options)
+        self._run_metadata_tags = set()
+        with as_tf_errors():  # e.g. a read-only logdir: PermissionDeniedError naming it
+            os.makedirs(self._logdir, exist_ok=True)
+            self._logger = _EventLogger(self._logdir, *self._options)
         self._closed = False
         if graph is not None or graph_def is not None:
             self.add_graph(graph, graph_def=graph_def)
@@ -155,7 +151,8 @@ class FileWriter:
     def add_event(self, event):
         """Queues an Event; dropped when the writer is closed, as in TF1."""
         if not self._closed:
-            self._logger.put(event)
+            with as_tf_errors(self._logger.path):  # a write that failed earlier (disk full)
+                self._logger.put(event)
 
     def _add_event(self, event, global_step):
         event.wall_time = time.time()
@@ -180,6 +177,16 @@ class FileWriter:
             else:
                 self._seen_summary_tags.add(value.tag)
 
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """Stores a traced step's RunMetadata under ``tag`` (once per tag, as in TF1) for
+        TensorBoard's per-step compute-time view."""
+        from dtf.summary.run_metadata import serialize_run_metadata
+        if tag in self._run_metadata_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._run_metadata_tags.add(tag)
+        tagged = proto.TaggedRunMetadata(tag=tag, run_metadata=serialize_run_metadata(run_metadata))
+        self._add_event(proto.Event(tagged_run_metadata=tagged), global_step)
+
     def add_session_log(self, session_log, global_step=None):
         self._add_event(proto.Event(session_log=session_log), global_step)
 
@@ -191,21 +198,30 @@ class FileWriter:
         serialized = _serialized_graph_def(graph, graph_def)
         self._add_event(proto.Event(graph_def=serialized), global_step)
 
+    def add_meta_graph(self, meta_graph_def, global_step=None):
+        """Adds a MetaGraphDef (TensorBoard shows its graph when the event file has none)."""
+        if not hasattr(meta_graph_def, "SerializeToString"):
+            raise TypeError(f"meta_graph_def must be a MetaGraphDef proto, got {type(meta_graph_def).__name__}")
+        self._add_event(proto.Event(meta_graph_def=meta_graph_def.SerializeToString()), global_step)
+
     def flush(self):
         """Writes every queued event to disk."""
         if not self._closed:
-            self._logger.flush()
+            with as_tf_errors(self._logger.path):
+                self._logger.flush()
 
     def close(self):
         """Flushes and closes the file; ``reopen`` starts a new one."""
         if not self._closed:
             self._closed = True
-            self._logger.close()
+            with as_tf_errors(self._logger.path):
+                self._logger.close()
 
     def reopen(self):
         """After ``close``: starts a new event file in the same logdir."""
         if self._closed:
-            self._logger = _EventLogger(self._logdir, *self._options)
+            with as_tf_errors():
+                self._logger = _EventLogger(self._logdir, *self._options)
             self._closed = False
 
     def __enter__(self):

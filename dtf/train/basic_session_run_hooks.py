@@ -161,7 +161,7 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord):
         global_step = session.run(self._global_step_tensor)
         if self._save_graph_def:
-            self._summary_writer.add_graph(_ops.get_default_graph())
+            self._write_graph_and_meta_graph()
         # The state at creation: a restarted job can always restore something.
         self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
@@ -184,6 +184,25 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.end(session, last_step)
 
+    def _write_graph_and_meta_graph(self):
+        """As TF: graph.pbtxt in the checkpoint directory, the graph and the meta graph in
+        its event file (TensorBoard's Graphs tab)."""
+        from dtf.framework.graph_io import graph_def
+        from dtf.train.graph_io import write_graph
+        from dtf.train.meta_graph import export_meta_graph
+
+        graph = _ops.get_default_graph()
+        write_graph(graph_def(graph, skip_unencodable=True, add_shapes=True),
+                    self._checkpoint_dir, "graph.pbtxt")
+        self._summary_writer.add_graph(graph)
+        saver = self._get_saver()
+        try:
+            meta = export_meta_graph(graph=graph, saver_def=saver.saver_def if saver else None)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            log.warning("No meta graph in the event file: %s", e)
+            return
+        self._summary_writer.add_meta_graph(meta)
+
     def _save(self, session, step):
         """Saves; returns whether a listener asked to stop."""
         from dtf.summary.proto import SessionLog
@@ -191,7 +210,8 @@ class CheckpointSaverHook(SessionRunHook):
         log.info("Saving checkpoints for %d into %s.", step, self._save_path)
         for listener in self._listeners:
             listener.before_save(session, step)
-        self._get_saver().save(session, self._save_path, global_step=int(step))
+        self._get_saver().save(session, self._save_path, global_step=int(step),
+                               write_meta_graph=self._save_graph_def)
         self._summary_writer.add_session_log(
             SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step)
         stop = [listener.after_save(session, step) for listener in self._listeners]

@@ -267,6 +267,9 @@ class _MonitoredSession:
         with self._graph.as_default():
             tf_sess = self._session_creator.create_session()
             coord = Coordinator(clean_stop_exception_types=[])
+            from dtf.train.queue_runner import start_queue_runners
+
+            start_queue_runners(tf_sess, coord)
             hooked = _HookedSession(tf_sess, self._hooks, coord)
             try:
                 for hook in self._hooks:
@@ -362,7 +365,11 @@ class _MonitoredSession:
         finally:
             try:
                 if self._sess is None:
-                    raise RuntimeError("Session is already closed.")
+                    # Leaving on an error with no session: a recovery that gave up. Its
+                    # error is what the user must see last, not this one.
+                    if exception_type is None:
+                        raise RuntimeError("Session is already closed.")
+                    return
                 self._sess.close()
             finally:
                 self._sess = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
+from dtf.framework.indexed_slices import IndexedSlices
 from dtf.framework.ops import GraphKeys
 from dtf.ops import control_flow_ops, init_ops, state_ops
 from dtf.ops import variable_scope as _vs
@@ -105,7 +106,7 @@ class Optimizer:
         for g, v in grads_and_vars:
             if g is not None:
                 try:
-                    g = _ops.convert_to_tensor(g)
+                    g = _ops.convert_to_tensor_or_indexed_slices(g)
                 except (TypeError, ValueError):
                     raise TypeError(f"Gradient must be convertible to a Tensor or IndexedSlices, "
                                     f"or None: {g}") from None
@@ -124,7 +125,10 @@ class Optimizer:
                 if grad is None:
                     continue
                 with _ops.name_scope("update_" + var.op.name), graph.colocate_with(var.op):
-                    update_ops.append(_as_op(self._apply_dense(grad, var)))
+                    if isinstance(grad, IndexedSlices):
+                        update_ops.append(_as_op(self._apply_sparse_duplicate_indices(grad, var)))
+                    else:
+                        update_ops.append(_as_op(self._apply_dense(grad, var)))
             if global_step is None:
                 apply_updates = self._finish(update_ops, scope)
             else:
@@ -183,6 +187,17 @@ class Optimizer:
     def _apply_dense(self, grad, var):
         raise NotImplementedError
 
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """Sums the rows of repeated indices (on the variable's task), then _apply_sparse."""
+        summed_values, unique_indices = _deduplicate_indexed_slices(grad.values, grad.indices)
+        return self._apply_sparse(IndexedSlices(summed_values, unique_indices, grad.dense_shape),
+                                  var)
+
+    def _apply_sparse(self, grad, var):
+        """The dense update's Apply op in its SparseApply form (the same inputs plus the row
+        indices: what TF's optimizers build), so only the gradient's rows change."""
+        return self._apply_dense(grad, var)
+
     def _finish(self, update_ops, name_scope):
         return control_flow_ops.group(*update_ops, name=name_scope)
 
@@ -200,6 +215,16 @@ class Optimizer:
             if t.dtype not in _VALID_DTYPES:
                 raise ValueError(f"Invalid type {t.dtype!r} for {t.name}, expected: "
                                  f"{list(_VALID_DTYPES)}.")
+
+
+def _deduplicate_indexed_slices(values, indices):
+    """(summed values, unique indices): the rows of each repeated index added up."""
+    from dtf.ops.array_ops import shape, unsorted_segment_sum
+    from dtf.ops.sort_ops import unique
+
+    unique_indices, new_positions = unique(indices)
+    summed = unsorted_segment_sum(values, new_positions, shape(unique_indices)[0])
+    return summed, unique_indices
 
 
 def _flatten(x):
@@ -227,6 +252,13 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         return state_ops.apply_gradient_descent(
             var, self._cast(self._learning_rate_tensor, var), grad, use_locking=self._use_locking)
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        # A scatter-subtract adds up repeated rows itself: no deduplication, as in TF.
+        from dtf.ops.scatter_ops import scatter_sub
+
+        delta = grad.values * self._cast(self._learning_rate_tensor, var)
+        return scatter_sub(var, grad.indices, delta, use_locking=self._use_locking)
 
 
 class MomentumOptimizer(Optimizer):
@@ -288,6 +320,30 @@ class AdamOptimizer(Optimizer):
             var, self.get_slot(var, "m"), self.get_slot(var, "v"), c(beta1_power, var),
             c(beta2_power, var), c(self._lr_t, var), c(self._beta1_t, var), c(self._beta2_t, var),
             c(self._epsilon_t, var), grad, use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        """TF's non-lazy sparse Adam: m and v decay everywhere (so every row of var moves),
+        the gradient's rows are scatter-added into them."""
+        from dtf.ops.math_ops import sqrt
+        from dtf.ops.scatter_ops import scatter_add
+
+        beta1_power, beta2_power = (self._cast(b, var) for b in self._get_beta_accumulators())
+        lr_t, beta1_t = self._cast(self._lr_t, var), self._cast(self._beta1_t, var)
+        beta2_t, epsilon_t = self._cast(self._beta2_t, var), self._cast(self._epsilon_t, var)
+        lr = lr_t * sqrt(1 - beta2_power) / (1 - beta1_power)
+        lock = self._use_locking
+        m = self.get_slot(var, "m")
+        m_t = state_ops.assign(m, m * beta1_t, use_locking=lock)
+        with _ops.control_dependencies([m_t]):
+            m_t = scatter_add(m, grad.indices, grad.values * (1 - beta1_t), use_locking=lock)
+        v = self.get_slot(var, "v")
+        v_t = state_ops.assign(v, v * beta2_t, use_locking=lock)
+        with _ops.control_dependencies([v_t]):
+            v_t = scatter_add(v, grad.indices, (grad.values * grad.values) * (1 - beta2_t),
+                              use_locking=lock)
+        var_update = state_ops.assign_sub(var, lr * m_t / (sqrt(v_t) + epsilon_t),
+                                          use_locking=lock)
+        return control_flow_ops.group(var_update, m_t, v_t)
 
     def _finish(self, update_ops, name_scope):
         beta1_power, beta2_power = self._get_beta_accumulators()

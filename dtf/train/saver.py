@@ -2,11 +2,12 @@
 
 Saving and restoring run as graph ops (SaveV2 / RestoreV2, plus MergeV2Checkpoints when
 sharded), so in a cluster each task writes and reads its own variables. The file format
-is dtf/runtime/checkpoint_io.py (docs/checkpoint_format.md). Meta graphs are not written.
+is TF's V2 tensor bundle (dtf/runtime/checkpoint_io.py, docs/checkpoint_format.md).
 """
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import re
 import time
@@ -14,30 +15,24 @@ import time
 from dtf.framework import dtypes, errors
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
+from dtf.framework.os_errors import as_tf_errors
 from dtf.ops import state_ops
 from dtf.runtime import checkpoint_io
 from . import training_util
 
-__all__ = ["Saver", "SaverDef", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
+log = logging.getLogger("dtf")
+
+__all__ = ["Saver", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
            "get_checkpoint_mtimes", "remove_checkpoint", "update_checkpoint_state",
            "list_variables", "load_variable", "load_checkpoint", "NewCheckpointReader"]
 
 
-class SaverDef:
-    """What a built Saver runs: the tensor to feed the path into, the save and restore ops."""
+def __getattr__(name):
+    if name == "SaverDef":  # the proto classes load on first use: start-up matters
+        from dtf.framework.graph_pb import SaverDef
 
-    V1 = 1
-    V2 = 2
-
-    def __init__(self, filename_tensor_name="", save_tensor_name="", restore_op_name="",
-                 max_to_keep=5, sharded=False, keep_checkpoint_every_n_hours=10000.0, version=V2):
-        self.filename_tensor_name = filename_tensor_name
-        self.save_tensor_name = save_tensor_name
-        self.restore_op_name = restore_op_name
-        self.max_to_keep = max_to_keep
-        self.sharded = sharded
-        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
-        self.version = version
+        return SaverDef
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
@@ -46,18 +41,15 @@ class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
 
 # -- building the save / restore ops ---------------------------------------------------
 def _op_list_to_dict(var_list):
-    """{checkpoint name: Variable}. Names default to the variables' op names."""
-    if isinstance(var_list, dict):
-        return dict(var_list)
-    out = {}
-    for v in var_list:
-        if not hasattr(v, "_ref"):
-            raise TypeError(f"Variable to save is not a Variable: {v}")
-        name = v.op.name
-        if name in out:
-            raise ValueError(f"At least two variables have the same name: {name}")
-        out[name] = v
-    return out
+    """{checkpoint name: Variable or SlicedSaveable}. Names default to the variables' op
+    names; the shards of a partitioned variable go under its full name, as one tensor."""
+    from dtf.ops.partitioned_variables import saveables_by_name
+
+    return saveables_by_name(var_list)
+
+
+def _save_value(v):
+    return v.save_tensor() if hasattr(v, "save_tensor") else v._ref()
 
 
 def _group_by_device(items):
@@ -69,14 +61,20 @@ def _group_by_device(items):
 
 def _save_op(prefix, items):
     return state_ops.save_v2(prefix, [n for n, _ in items], [""] * len(items),
-                             [v._ref() for _, v in items])
+                             [_save_value(v) for _, v in items])
 
 
 def _restore_ops(prefix, items, reshape):
     tensors = state_ops.restore_v2(prefix, [n for n, _ in items], [""] * len(items),
                                    [v.dtype for _, v in items])
-    return [state_ops.assign(v, t, validate_shape=not reshape and v.get_shape().is_fully_defined())
-            .op for (_, v), t in zip(items, tensors)]
+    ops = []
+    for (_, v), t in zip(items, tensors):
+        if hasattr(v, "restore_ops"):  # a partitioned variable: sliced back into its shards
+            ops.extend(v.restore_ops(t))
+        else:
+            validate = not reshape and v.get_shape().is_fully_defined()
+            ops.append(state_ops.assign(v, t, validate_shape=validate).op)
+    return ops
 
 
 def _build(names_to_vars, reshape, sharded, name, filename):
@@ -136,6 +134,7 @@ class Saver:
         self._save_relative_paths = save_relative_paths
         self._filename = filename
         self._last_checkpoints: list = []
+        self._meta_graph_cache = None  # (graph state, MetaGraphDef bytes) of the last .meta
         self._checkpoints_to_be_deleted: list = []
         self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
         if not defer_build and not self._is_built:
@@ -158,9 +157,13 @@ class Saver:
             raise ValueError("No variables to save")
         filename_tensor, save_tensor, restore_op = _build(
             names_to_vars, self._reshape, self._sharded, self._name, self._filename)
-        self.saver_def = SaverDef(filename_tensor.name, save_tensor.name, restore_op.name,
-                                  self._max_to_keep, self._sharded,
-                                  self._keep_checkpoint_every_n_hours, self._write_version)
+        from dtf.framework.graph_pb import SaverDef
+
+        self.saver_def = SaverDef(
+            filename_tensor_name=filename_tensor.name, save_tensor_name=save_tensor.name,
+            restore_op_name=restore_op.name, max_to_keep=self._max_to_keep,
+            sharded=self._sharded, keep_checkpoint_every_n_hours=self._keep_checkpoint_every_n_hours,
+            version=self._write_version)
 
     def as_saver_def(self):
         return self.saver_def
@@ -230,12 +233,61 @@ class Saver:
                 raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.") from None
             raise
         path = path.decode() if isinstance(path, bytes) else str(path)
+        if write_meta_graph:
+            self._write_meta_graph(sess, f"{checkpoint_file}.{meta_graph_suffix}")
         if write_state:
             self._record_last_checkpoint(path)
             update_checkpoint_state(parent, path, self.last_checkpoints, latest_filename,
                                     save_relative_paths=self._save_relative_paths)
             self._maybe_delete_old_checkpoints()
         return path
+
+    def _write_meta_graph(self, sess, filename):
+        graph = getattr(sess, "graph", None) or _ops.get_default_graph()
+        # Encoding an 800-op graph takes ~0.4 s in Python, so while the graph's version and
+        # its collections' sizes are those of the last save, the last bytes are written again
+        # (a collection whose items were swapped one for one keeps its old meta graph).
+        key = (id(graph), graph.version,
+               tuple(sorted((str(k), len(v)) for k, v in graph._collections.items())))
+        if self._meta_graph_cache is None or self._meta_graph_cache[0] != key:
+            try:
+                data = self.export_meta_graph(graph=graph).SerializeToString()
+            except (TypeError, ValueError, NotImplementedError) as e:
+                # The checkpoint is whole without it; a graph dtf cannot encode must not stop training.
+                log.warning("No meta graph written to %s: %s", filename, e)
+                return
+            self._meta_graph_cache = (key, data)
+        checkpoint_io.atomic_write(filename, [self._meta_graph_cache[1]])
+
+    def to_proto(self, export_scope=None):
+        """This Saver's SaverDef (what a meta graph's ``savers`` collection holds)."""
+        if export_scope:
+            raise NotImplementedError("Saver.to_proto: export_scope is not supported by dtf")
+        return self.saver_def
+
+    @staticmethod
+    def from_proto(saver_def, import_scope=None):
+        """A Saver running the ops ``saver_def`` names (under ``import_scope``)."""
+        if import_scope:
+            from .meta_graph import prepend_name_scope
+
+            saver_def = type(saver_def).FromString(saver_def.SerializeToString())
+            for field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+                setattr(saver_def, field, prepend_name_scope(getattr(saver_def, field), import_scope))
+        return Saver(saver_def=saver_def)
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
+                          export_scope=None, clear_devices=False, clear_extraneous_savers=False,
+                          strip_default_attrs=False, save_debug_info=False, graph=None):
+        """The MetaGraphDef of the graph with this Saver's SaverDef (written to ``filename``)."""
+        from .meta_graph import export_meta_graph
+
+        return export_meta_graph(filename, saver_def=self.saver_def, collection_list=collection_list,
+                                 as_text=as_text, graph=graph, export_scope=export_scope,
+                                 clear_devices=clear_devices,
+                                 clear_extraneous_savers=clear_extraneous_savers,
+                                 strip_default_attrs=strip_default_attrs,
+                                 save_debug_info=save_debug_info)
 
     def restore(self, sess, save_path):
         """Restores the variables from the checkpoint at ``save_path``."""
@@ -337,7 +389,8 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     if os.path.abspath(filename) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for "
                            "checkpoint state.  Please use a different save path.")
-    checkpoint_io.atomic_write(filename, [state.to_text().encode()])
+    with as_tf_errors(filename):  # disk full, read-only directory: TF's class, path and OS message
+        checkpoint_io.atomic_write(filename, [state.to_text().encode()])
 
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
@@ -364,8 +417,12 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
     """The prefix of the newest checkpoint in ``checkpoint_dir`` whose files exist, or None."""
     state = get_checkpoint_state(checkpoint_dir, latest_filename)
-    if state and state.model_checkpoint_path and checkpoint_exists(state.model_checkpoint_path):
-        return state.model_checkpoint_path
+    if state and state.model_checkpoint_path:
+        if checkpoint_exists(state.model_checkpoint_path):
+            return state.model_checkpoint_path
+        # Training would silently start over from step 0: say which checkpoint is gone.
+        log.error("Couldn't match files for checkpoint %s (missing %s)", state.model_checkpoint_path,
+                  checkpoint_io.index_path(state.model_checkpoint_path))
     return None
 
 
@@ -378,34 +435,42 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
             if checkpoint_exists(p)]
 
 
-def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=SaverDef.V2,
+def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2,
                       meta_graph_suffix="meta"):
-    checkpoint_io.remove(os.fspath(checkpoint_prefix))
+    """Deletes a checkpoint's files and its meta graph."""
+    checkpoint_prefix = os.fspath(checkpoint_prefix)
+    checkpoint_io.remove(checkpoint_prefix)
+    try:
+        os.remove(f"{checkpoint_prefix}.{meta_graph_suffix}")
+    except OSError:
+        pass
 
 
 # -- reading checkpoints directly ------------------------------------------------------
 class CheckpointReader:
-    """Reads tensors of one checkpoint by name (TF's NewCheckpointReader)."""
+    """Reads tensors of one checkpoint by name (TF's NewCheckpointReader). Reads TF's V2
+    checkpoints (a partitioned variable reads whole, under its full name) and dtf's earlier
+    format."""
 
     def __init__(self, prefix):
         self._prefix = os.fspath(prefix)
-        self._index = checkpoint_io.read_index(self._prefix)
+        self._reader = checkpoint_io.open_reader(self._prefix)
 
     def has_tensor(self, name):
-        return name in self._index["tensors"]
+        return name in self._reader.entries
 
     def get_tensor(self, name):
-        return checkpoint_io.read_tensor(self._prefix, self._index, name)
+        return self._reader.read(name)
 
     def get_variable_to_shape_map(self):
-        return {k: list(e["shape"]) for k, e in self._index["tensors"].items()}
+        return {k: self._reader.shape(k) for k in self._reader.names()}
 
     def get_variable_to_dtype_map(self):
-        return {k: dtypes.as_dtype(e["dtype"]) for k, e in self._index["tensors"].items()}
+        return {k: dtypes.as_dtype(self._reader.dtype_name(k)) for k in self._reader.names()}
 
     def debug_string(self):
-        return "".join(f"{k} ({e['dtype']}) {e['shape']}\n"
-                       for k, e in sorted(self._index["tensors"].items())).encode()
+        return "".join(f"{k} (DT_{self._reader.dtype_name(k).upper()}) {self._reader.shape(k)}\n"
+                       for k in sorted(self._reader.names())).encode()
 
 
 def NewCheckpointReader(filepattern):  # noqa: N802 - TF's public name

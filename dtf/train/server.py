@@ -5,6 +5,7 @@ import socket
 import threading
 
 from dtf.client.local import inter_op_threads
+from dtf.framework import errors
 from dtf.runtime.service import TaskService
 
 __all__ = ["Server"]
@@ -31,13 +32,20 @@ class Server:
             if len(cluster.jobs) != 1:
                 raise ValueError("Must specify an explicit `job_name`.")
             job_name = cluster.jobs[0]
-        if job_name not in cluster.jobs:
-            raise ValueError(f"No such job in cluster: {job_name!r}")
+        if job_name not in cluster.jobs:  # TF's class and words (grpc_server_lib)
+            raise errors.InternalError(None, None, f'Job "{job_name}" was not defined in cluster')
         if task_index is None:
             indices = cluster.task_indices(job_name)
             if len(indices) != 1:
                 raise ValueError("Must specify an explicit `task_index`.")
             task_index = indices[0]
+        try:
+            task_index = int(task_index)
+        except (TypeError, ValueError):
+            pass  # refused just below, by name
+        if not isinstance(task_index, int) or task_index not in cluster.task_indices(job_name):
+            raise errors.InternalError(None, None, f'Task {task_index} was not defined in job "{job_name}" '
+                                       f"(its tasks: {cluster.task_indices(job_name)})")
         protocol = protocol or "grpc"
         if protocol not in _PROTOCOLS:
             raise ValueError(f"Unsupported protocol {protocol!r}; use one of {', '.join(_PROTOCOLS)}")

@@ -16,13 +16,18 @@ Where TF1 is known to hang, dtf does not:
   replica blocked on a token finishes its step, sees the last step and leaves its loop;
 - a replica waits for a token at most DTF_SYNC_TOKEN_TIMEOUT_S seconds (default 300),
   then fails with DeadlineExceededError naming the queue instead of hanging forever when
-  the chief or too many replicas have died.
+  the chief or too many replicas have died;
+- when no update has been possible for DTF_SYNC_STALL_CHECK_S seconds (default 10), the
+  chief asks its master which tasks of the cluster do not answer; if any is dead (its port
+  refuses connections) training stops with an UnavailableError naming it, instead of the
+  chief waiting out the token timeout for gradients that will never come.
 """
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -33,6 +38,7 @@ from dtf.framework.ops import GraphKeys
 from dtf.ops import array_ops, control_flow_ops, state_ops
 from dtf.ops import variables as _variables
 from dtf.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
+from dtf.runtime import env
 from dtf.train.optimizers import Optimizer
 from dtf.train.session_run_hook import SessionRunHook
 
@@ -44,6 +50,8 @@ TOKEN_TIMEOUT_ENV = "DTF_SYNC_TOKEN_TIMEOUT_S"
 _DEFAULT_TOKEN_TIMEOUT_S = 300.0
 # The chief's update runs in slices this long, so it notices a stop request promptly.
 _CHIEF_SLICE_MS = 250
+STALL_CHECK_ENV = "DTF_SYNC_STALL_CHECK_S"
+_DEFAULT_STALL_CHECK_S = 10.0
 _PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 
 
@@ -136,6 +144,11 @@ class SyncReplicasOptimizer(Optimizer):
             if grad is None:
                 accums.append(None)
                 continue
+            if hasattr(grad, "indices") and hasattr(grad, "values"):
+                # Aggregated densely: each row is averaged over all replicas. TF keeps it
+                # sparse (SparseConditionalAccumulator, which dtf does not have yet) and
+                # averages each row over the replicas that sent it.
+                grad = _ops.convert_to_tensor(grad)
             if not isinstance(grad, _ops.Tensor):
                 raise ValueError("Unknown grad type!")
             with _ops.device(var.device):
@@ -221,6 +234,7 @@ class _ChiefQueueRunner:
         self._sync_op = sync_op
         self._runs = []  # (thread, its stop event)
         self.error = None
+        self.release_op = None  # set by the hook: tokens that free replicas blocked on one
 
     def create_threads(self, sess, coord=None, daemon=False, start=False):
         stop = threading.Event()
@@ -240,11 +254,20 @@ class _ChiefQueueRunner:
         def stopping():
             return stop.is_set() or (coord is not None and coord.should_stop())
 
+        stall = _StallWatch(sess)
         while not stopping():
             try:
                 sess.run(self._sync_op, options=options)
+                stall.progressed()
             except errors.DeadlineExceededError:
-                continue  # not enough gradients yet; nothing was taken
+                dead = stall.dead_tasks()  # not enough gradients yet; nothing was taken
+                if dead and not stopping():
+                    self._fail(sess, coord, errors.UnavailableError(None, None, (
+                        f"Synchronous training cannot go on: no update for {stall.stalled_s():.0f} s "
+                        f"and {'; '.join(dead)} is not answering, so the gradients it should "
+                        "send will not come")))
+                    return
+                continue
             except Exception as e:  # noqa: BLE001 - reported below unless we are stopping
                 if stopping():
                     return
@@ -259,6 +282,19 @@ class _ChiefQueueRunner:
                     coord.request_stop(e)
                 return
 
+    def _fail(self, sess, coord, error):
+        """Stops training with ``error`` and frees the replicas (this chief's own training
+        step included) waiting for a token, so that they see the stop."""
+        log.error("SyncReplicasOptimizer: %s", error.message)
+        self.error = error
+        if coord is not None:
+            coord.request_stop(error)
+        if self.release_op is not None:
+            try:
+                sess.run(self.release_op)
+            except Exception as e:  # noqa: BLE001 - the error above is the one to report
+                log.warning("SyncReplicasOptimizer: releasing the replicas failed: %s", e)
+
     def stop(self, timeout_s):
         """Stops the threads and joins them, waiting at most ``timeout_s`` in all."""
         for _, stop in self._runs:
@@ -266,6 +302,43 @@ class _ChiefQueueRunner:
         for t, _ in self._runs:
             if t.is_alive() and t is not threading.current_thread():
                 t.join(timeout_s)
+
+
+class _StallWatch:
+    """Time since the chief's last update; once it exceeds the stall check period, asks
+    the session's master (every period) which tasks are dead."""
+
+    def __init__(self, sess):
+        self._target = getattr(sess, "sess_str", "") or ""
+        self._every = env.seconds(STALL_CHECK_ENV, _DEFAULT_STALL_CHECK_S)
+        self.progressed()
+
+    def progressed(self):
+        self._last = time.monotonic()
+        self._next_check = self._last + self._every
+
+    def stalled_s(self) -> float:
+        return time.monotonic() - self._last
+
+    def dead_tasks(self) -> list:
+        now = time.monotonic()
+        if not self._target or self._every <= 0 or now < self._next_check:
+            return []
+        self._next_check = now + self._every
+        from dtf.client.remote import tasks_not_answering
+
+        try:
+            silent = tasks_not_answering(self._target)
+        except errors.OpError as e:  # the master itself: the training step reports that
+            log.warning("SyncReplicasOptimizer: no update for %.0f s; asking the master which "
+                        "tasks answer failed: %s", self.stalled_s(), e.message)
+            return []
+        if silent:
+            log.warning("SyncReplicasOptimizer: no update for %.0f s; not answering: %s",
+                        self.stalled_s(), "; ".join(
+                            f"{t['task']} at {t['address']}" + (" (hung?)" if t["port_accepts"] else "")
+                            for t in silent))
+        return [f"{t['task']} at {t['address']}" for t in silent if not t["port_accepts"]]
 
 
 class _SyncReplicasOptimizerHook(SessionRunHook):
@@ -288,6 +361,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._q_runner = opt.get_chief_queue_runner()
             self._init_tokens_op = opt.get_init_tokens_op(self._num_tokens)
             self._end_tokens_op = opt._end_tokens_op()
+            self._q_runner.release_op = self._end_tokens_op
         else:
             self._local_init_op = opt.local_step_init_op
             self._q_runner = None

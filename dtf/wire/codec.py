@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -25,7 +26,10 @@ from . import shm
 
 PROTOCOL_VERSION = 2
 CHUNK_BYTES = 4 << 20
-MAX_HEADER_BYTES = 64 << 20
+# Headers are JSON, parsed while holding the interpreter: a task takes no larger one (a
+# graph of ~80,000 ops; parsing it took ~0.2 s here), so that no peer holds up its I/O
+# thread for long. Every other frame a dtf sender makes is at most CHUNK_BYTES.
+MAX_HEADER_BYTES = 16 << 20
 # Tensors from this size on travel as a stream of Part messages ahead of their message (over
 # TCP; same-host peers use shared memory): the receiver copies each part into place while
 # the next one is on the wire, instead of joining all chunks after the last one arrived.
@@ -44,6 +48,10 @@ _stream_ids = itertools.count(1)
 
 class WireError(ValueError):
     """A malformed, truncated or oversized message."""
+
+
+class HeaderTooLarge(WireError):
+    """A message whose header is over MAX_HEADER_BYTES, refused before it is sent."""
 
 
 _NP_BY_NAME = {d.name: np.dtype(d.as_numpy_dtype) for d in dtypes.ALL if d.name != "string"}
@@ -95,7 +103,12 @@ class _ThreadCodec:
             self._close_pack()
         finally:
             self.frames = self.streams = self.pack = None
-        frames[0] = text.encode()
+        head = frames[0] = text.encode()
+        if len(head) > MAX_HEADER_BYTES:
+            raise HeaderTooLarge(f"header of {len(head)} bytes exceeds the limit of "
+                                 f"{MAX_HEADER_BYTES} bytes (tensors travel in frames of their "
+                                 "own: this header holds too much else, e.g. a graph of too "
+                                 "many ops)")
         return frames
 
     def _special_out(self, obj):
@@ -313,10 +326,13 @@ class PartialStreams:
     """The streams one sender has in flight to this receiver: ``add`` copies a Part into
     place; ``take`` (used by ``decode`` for ``{"@r": id}``) hands over a complete one.
     Parts of one stream arrive in order (one socket), so a stream is a buffer and a count.
-    A stream over ``max_bytes`` is not stored: its message is refused (StreamTooLarge)."""
+    A stream over ``max_bytes``, or over what is left of ``budget`` (all senders' streams
+    together), is not stored: its message is refused (StreamTooLarge). ``close`` gives
+    back to ``budget`` what streams never taken held."""
 
-    def __init__(self, max_bytes: int | None = None):
+    def __init__(self, max_bytes: int | None = None, budget=None):
         self._max_bytes = max_bytes
+        self._budget = budget  # the task's limits.InflightBudget, for all its senders
         self._streams: dict = {}  # id -> [uint8 array, bytes received]
         self._refused: dict = {}  # id -> its declared size
         self._refuse_rest = 0  # a Part was refused before it could be read: the size seen
@@ -341,13 +357,14 @@ class PartialStreams:
         if entry is None:
             if offset != 0:
                 raise WireError(f"Part of stream {sid} at offset {offset} without its start")
-            if self._max_bytes is not None and total + self.held_bytes() > self._max_bytes:
+            if (self._max_bytes is not None and total + self.held_bytes() > self._max_bytes
+                    or self._budget is not None and not self._budget.reserve(total)):
                 self._refused[sid] = total
                 return
             entry = self._streams[sid] = [_spares.take(total), 0]
         buf, got = entry
         if offset != got or len(buf) != total or got + len(data) > total or not len(data):
-            self._streams.pop(sid, None)
+            self._drop(sid)
             raise WireError(f"Part of stream {sid} out of order (offset {offset}, expected {got} "
                             f"of {len(buf)})")
         buf[got:got + len(data)] = data
@@ -360,11 +377,22 @@ class PartialStreams:
         if self._refuse_rest and sid not in self._streams:
             raise StreamTooLarge(f"message with a part of {self._refuse_rest} bytes exceeds the "
                                  f"limit of {self._max_bytes} bytes")
-        entry = self._streams.pop(sid, None) if type(sid) is int else None
+        entry = self._drop(sid) if type(sid) is int else None
         if entry is None or entry[1] != len(entry[0]):
             raise WireError(f"streamed tensor {sid!r} missing or incomplete")
         _spares.keep(entry[0])
         return entry[0]
+
+    def _drop(self, sid):
+        entry = self._streams.pop(sid, None)
+        if entry is not None and self._budget is not None:
+            self._budget.release(len(entry[0]))
+        return entry
+
+    def close(self):
+        """Drops the streams still held (their message never came, or failed)."""
+        for sid in list(self._streams):
+            self._drop(sid)
 
     def __bool__(self):
         return bool(self._streams or self._refused or self._refuse_rest)
@@ -402,13 +430,20 @@ def decode(frames, max_message_bytes: int | None = None, streams: PartialStreams
     return body
 
 
+# A refused message's header is read whole only up to this size (on the I/O thread); of a
+# larger one only the request id is looked for, at its end, where dtf senders put it.
+PEEK_MAX_BYTES = 1 << 20
+_TAIL_ID = re.compile(rb',"id":(\d{1,18})\}\s*$')
+
+
 def peek_header(frames):
     """The header of a message as plain JSON, its tensors left undecoded (None when
     unreadable): enough to answer or account for a message that was refused."""
     try:
         head = _buffer(frames[0])
-        if len(head) > MAX_HEADER_BYTES:
-            return None
+        if len(head) > PEEK_MAX_BYTES:
+            found = _TAIL_ID.search(bytes(head[-32:]))
+            return {"id": int(found.group(1))} if found else None
         header = json.loads(bytes(head).decode("utf-8"))
         return header if isinstance(header, dict) else None
     except (IndexError, ValueError, AttributeError, UnicodeDecodeError, RecursionError):

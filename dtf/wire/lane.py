@@ -6,9 +6,10 @@ On this project's 2-core machines a chain of four messages between three process
 shape of a cross-task step: client -> master -> worker -> master -> client) took 130-160
 us through ZeroMQ and 35-37 us through Unix sockets written and read by the threads that
 use them. Tasks whose address is on this host's loopback therefore also listen on an
-abstract Unix socket (Linux; DTF_IPC=0 turns it off, as for ZeroMQ's Unix socket), and
-clients without cluster keys use it when it answers. ZeroMQ stays the transport between
-hosts and whenever the cluster's keys are in use (the lane has no encryption).
+abstract Unix socket (Linux; DTF_IPC=0 turns it off) under a random name, which clients
+without cluster keys learn from the task over TCP (transport.connect_lane) and use when
+the process behind it is the one that named it. ZeroMQ stays the transport between hosts
+and whenever the cluster's keys are in use (the lane has no encryption).
 
 Wire format, per message: the frame count (u32), each frame's length (u64), then the
 frames' bytes, all little-endian. A receiver closes the connection on a count of zero or
@@ -26,10 +27,14 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+import mmap
+import secrets
 import select
 import socket
 import struct
 import time
+
+from . import limits
 
 _COUNT = struct.Struct("<I")
 MAX_FRAMES = 1 << 16
@@ -58,19 +63,33 @@ class LaneError(OSError):
 
 class Oversized:
     """Stands for the frames of a message over the receiver's limit, dropped unread: only
-    their length is known."""
+    their length is known. ``over_budget``: the message itself was within the limit, but
+    the task's budget for messages in flight (limits.InflightBudget) was spent."""
 
-    __slots__ = ("nbytes",)
+    __slots__ = ("nbytes", "over_budget")
 
-    def __init__(self, nbytes):
+    def __init__(self, nbytes, over_budget=False):
         self.nbytes = nbytes
+        self.over_budget = over_budget
 
     def __len__(self):
         return self.nbytes
 
 
+NAME_PREFIX = "dtf-lane-"
+
+
+def new_name(port) -> str:
+    """A fresh abstract name for the lane of the task at port ``port``: random, so that no
+    one can take it before the task binds it (abstract names carry no permissions)."""
+    return f"{NAME_PREFIX}{port}-{secrets.token_hex(16)}"
+
+
 def listen(name: str) -> socket.socket | None:
     """A listening socket at abstract name ``name``, or None when it cannot be had."""
+    global _spare
+    if _spare is None:  # made while descriptors are still to be had
+        _spare = limits.SpareDescriptor()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind("\0" + name)
@@ -82,37 +101,63 @@ def listen(name: str) -> socket.socket | None:
     return sock
 
 
-def connect(name: str, blocking: bool = True) -> "Lane | None":
-    """A lane to the task listening at ``name``, or None when none listens there."""
+def peer_pid(sock) -> int:
+    """The process id behind a connected Unix socket (SO_PEERCRED), -1 if unknown."""
+    try:
+        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    except (OSError, AttributeError):
+        return -1
+
+
+def connect(name: str, pid: int, blocking: bool = True) -> "Lane | None":
+    """A lane to the task listening at ``name``, or None when none listens there or the
+    listener is not process ``pid`` (another process took the name after the task left)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect("\0" + name)
     except OSError:
         sock.close()
         return None
+    if peer_pid(sock) != pid:
+        sock.close()
+        return None
     return Lane(sock, blocking=blocking)
 
 
-def accept(listener: socket.socket, max_bytes: int) -> list:
-    """The connections waiting on ``listener``, as lanes that queue what they send."""
+_spare = None  # a descriptor kept to shed connections when none is left (made on first need)
+
+
+def accept(listener: socket.socket, max_bytes: int, shared_chunk=None, budget=None) -> list:
+    """The connections waiting on ``listener``, as lanes that queue what they send. Out of
+    descriptors, waiting connections are closed (their clients use TCP), so the listener
+    does not stay readable. ``shared_chunk``: the read buffer of the thread that fills
+    them all (a server's I/O thread); ``budget``: the task's limits.InflightBudget."""
     out = []
     while True:
         try:
             sock, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
             return out
-        except OSError:  # e.g. out of descriptors: the peer sees its connection closed
-            return out
+        except OSError as e:
+            if not limits.out_of_descriptors(e):
+                return out
+            if _spare is None or not _spare.shed(listener):
+                return out
+            continue
         out.append(Lane(sock, blocking=False, max_bytes=max_bytes,
-                        ident=IDENT_PREFIX + next(_idents).to_bytes(8, "little")))
+                        ident=IDENT_PREFIX + next(_idents).to_bytes(8, "little"),
+                        chunk=shared_chunk, budget=budget))
 
 
 class Lane:
     """One connection. ``ident``: how a server names it in its replies (bytes that no
     ZeroMQ identity starts with). ``max_bytes``: the largest message it reads (None: no
-    limit, for replies from the tasks a client chose to call)."""
+    limit, for replies from the tasks a client chose to call). ``chunk``: a read buffer of
+    READ_BYTES shared with the other lanes its thread fills (a server's lanes), so that
+    thousands of idle connections hold no buffer each. ``budget``: a limits.InflightBudget
+    that a large message being received takes its size from (refused when spent)."""
 
-    def __init__(self, sock, blocking=True, max_bytes=None, ident=b""):
+    def __init__(self, sock, blocking=True, max_bytes=None, ident=b"", chunk=None, budget=None):
         sock.setblocking(False)
         self.sock = sock
         self.fd = sock.fileno()
@@ -122,9 +167,11 @@ class Lane:
         self.ready = collections.deque()  # complete messages (lists of frames) not yet taken
         self._max_bytes = max_bytes
         self._in = bytearray()
-        self._chunk = bytearray(READ_BYTES)
+        self._chunk = bytearray(READ_BYTES) if chunk is None else chunk
         self._big = None  # (buffer, frame lengths) of a large message being read whole
         self._big_fill = 0
+        self._budget = budget
+        self._reserved = 0  # what the large message being read took from the budget
         self._skip = 0  # bytes of an oversized message still to read and drop
         self._poller = None  # for waiting to read
         self._out = collections.deque()  # buffers not yet written (queueing lanes)
@@ -255,6 +302,7 @@ class Lane:
                 if self._big_fill == len(self._big[0]):
                     buf, lens = self._big
                     self._big = None
+                    self._release()
                     view, frames, pos = memoryview(buf), [], 0
                     for ln in lens:
                         frames.append(view[pos:pos + ln])
@@ -292,23 +340,26 @@ class Lane:
                 lens = (_LENGTHS[count] if count < _FEW else _lengths(count)).unpack_from(buf, pos + 4)
                 total = sum(lens)
                 start = pos + head
-                if self._max_bytes is not None and total > self._max_bytes:
+                over_limit = self._max_bytes is not None and total > self._max_bytes
+                if over_limit or (end - start < total and total >= READ_BYTES
+                                  and not self._reserve(total)):
                     if lens[0] > HEADER_KEEP:
                         raise LaneError(f"oversized message with a {lens[0]}-byte header")
                     if end - start < lens[0]:
                         break
                     rest = total - lens[0]
-                    self.ready.append([bytes(view[start:start + lens[0]]), Oversized(rest)])
+                    self.ready.append([bytes(view[start:start + lens[0]]),
+                                       Oversized(rest, over_budget=not over_limit)])
                     dropped = min(rest, end - start - lens[0])
                     self._skip = rest - dropped
                     pos = start + lens[0] + dropped
                     continue
                 if end - start < total:
                     if total >= READ_BYTES:  # read the rest straight into its own buffer
-                        try:
-                            big = bytearray(total)
-                        except (MemoryError, OverflowError):  # ZeroMQ too drops such a peer
-                            raise LaneError(f"no memory for a message of {total} bytes") from None
+                        big = _untouched(total)
+                        if big is None:  # ZeroMQ too drops such a peer
+                            self._release()
+                            raise LaneError(f"no memory for a message of {total} bytes")
                         have = end - start
                         big[:have] = view[start:end]
                         self._big, self._big_fill = (big, lens), have
@@ -331,11 +382,38 @@ class Lane:
             if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
                 self.fill()
 
+    def _reserve(self, nbytes) -> bool:
+        if self._budget is None:
+            return True
+        if self._reserved or not self._budget.reserve(nbytes):
+            return False
+        self._reserved = nbytes
+        return True
+
+    def _release(self):
+        if self._reserved:
+            self._budget.release(self._reserved)
+            self._reserved = 0
+
     def _lost(self):
         self.eof = True
         self._out.clear()
+        self._big = None
+        self._release()
 
     def close(self, linger=None):
         self.eof = True
         self._out.clear()
+        self._big = None
+        self._release()
         self.sock.close()
+
+
+def _untouched(nbytes):
+    """A writable buffer of ``nbytes`` whose memory is taken only as it is written (an
+    anonymous mapping: a peer that declares a large message and sends little of it costs
+    the task address space, bounded by its budget, not memory), or None."""
+    try:
+        return mmap.mmap(-1, nbytes)
+    except (OSError, OverflowError, ValueError):
+        return None

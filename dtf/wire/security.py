@@ -47,13 +47,17 @@ class ClusterKeys:
     @classmethod
     def load(cls, path) -> "ClusterKeys":
         try:
-            mode = os.stat(path).st_mode
             with open(path, encoding="utf-8") as f:
+                info = os.fstat(f.fileno())  # the file read, not whatever the path names later
                 data = json.load(f)
         except OSError as e:
             raise KeyFileError(f"cluster key file {path}: {e.strerror}") from None
         except ValueError as e:
             raise KeyFileError(f"cluster key file {path} is not valid JSON: {e}") from None
+        mode = info.st_mode
+        if info.st_uid not in (os.geteuid(), 0):  # as ssh: another user could have planted it
+            raise KeyFileError(f"cluster key file {path} is owned by uid {info.st_uid}, not by this "
+                               f"user (uid {os.geteuid()}): refused, as another user could have written it")
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise KeyFileError(f"cluster key file {path} is readable by others "
                                f"(mode {stat.S_IMODE(mode):o}); run: chmod 600 {path}")

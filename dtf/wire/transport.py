@@ -1,6 +1,7 @@
 """ZeroMQ transport: a request/reply client with per-thread sockets, and a server loop.
 
-This is the only module that imports zmq. Messages are dicts encoded by ``codec``; every
+Besides cluster keys (``security``) and the flood guard that watches its listener
+(``flood``), this is the only module that imports zmq. Messages are dicts encoded by ``codec``; every
 request carries an ``id`` that its reply echoes, so a late reply to an abandoned request
 is recognised and dropped. After a failed or timed-out call the socket is discarded, so
 nothing queued for a dead peer is delivered to its next incarnation.
@@ -22,7 +23,7 @@ import time
 import zmq
 
 from dtf.framework import errors
-from . import codec, lane as _lane, security as _security, shm
+from . import codec, flood as _flood, lane as _lane, limits, security as _security, shm
 
 log = logging.getLogger("dtf.wire")
 
@@ -34,6 +35,16 @@ _POLL_SLICE_MS = 500
 PING_EVERY_S = 2.0  # how often a caller waiting for a reply checks that its peer lives
 PING_TIMEOUT_S = 3.0  # a peer silent this long to a ping is taken for dead
 STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is dropped
+# A connection that has not finished ZeroMQ's handshake by then is dropped: idle ones
+# opened by a local user without keys hold a descriptor no longer than this.
+HANDSHAKE_S = 5.0
+# More connections than this accepted within HANDSHAKE_S (or a quarter of the open-file
+# limit, if less) and the idle unauthenticated ones among them are shed (dtf.wire.flood).
+FLOOD_HIGH = 1024
+# Headers over ASIDE_HEADER_BYTES are parsed off the I/O thread (ServerLoop._decode_aside),
+# at most ASIDE_MAX_BYTES of them waiting at a time.
+ASIDE_HEADER_BYTES = 1 << 20
+ASIDE_MAX_BYTES = 4 * codec.MAX_HEADER_BYTES
 
 
 # The hot paths call pyzmq's compiled socket methods with plain-int flags: its Python layer
@@ -41,6 +52,7 @@ STREAM_STALE_S = 60.0  # a tensor stream whose message has not come by then is d
 _RawSocket = zmq.backend.Socket
 _SNDMORE, _POLLIN, _POLLOUT = int(zmq.SNDMORE), int(zmq.POLLIN), int(zmq.POLLOUT)
 _Lane = _lane.Lane
+_Oversized = _lane.Oversized
 _LANE_IDENT = _lane.IDENT_PREFIX
 
 # The functions below take a ZeroMQ socket or a same-host lane (dtf.wire.lane) alike.
@@ -107,14 +119,17 @@ def tcp_endpoint(address: str) -> str:
     return f"tcp://{host}:{port}"
 
 
-# Tasks on this host's loopback also listen on a Unix socket: a ZeroMQ round trip through
-# it took 67 us here against 82 us over TCP (40 kB messages: 99 against 128 us). Linux's
-# abstract socket names belong to the network namespace, as the loopback interface does,
-# so "127.0.0.1:P" names one task through either, and no file is left behind when it
-# exits. DTF_IPC=0 turns this off (then every task is reached over TCP, as between hosts).
+# Tasks on this host's loopback also serve same-host clients without keys over a lane
+# (dtf.wire.lane), an abstract Unix socket whose name is random and learned from the task
+# over its TCP port: abstract names carry no permissions, so a fixed name could be taken
+# first by another local user, who would then receive the clients' graphs and feeds. Only
+# the task that owns the TCP port can tell a client its lane, and the client checks that
+# the process behind the lane is the one that told it (SO_PEERCRED). ZeroMQ listens on TCP
+# alone: its Unix socket listener aborts the process when an accept finds no descriptor
+# left. DTF_IPC=0 turns lanes off (then every task is reached over TCP, as between hosts).
 _LOOPBACK_HOSTS = frozenset(("127.0.0.1", "localhost", ""))
 _ALL_INTERFACES = frozenset(("0.0.0.0", "*"))
-_IPC_PREFIX = "dtf-tcp-127.0.0.1:"
+LANE_PROBE_TIMEOUT_S = 1.0  # how long a new client socket waits for a task to name its lane
 
 
 def ipc_enabled() -> bool:
@@ -128,11 +143,11 @@ def _loopback_port(address: str, hosts) -> int | None:
     return None
 
 
-def _unix_socket_listens(name: str) -> bool:
-    # A connection closed at once (~10 us): ZeroMQ's listener drops it before any greeting.
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _tcp_listens(port: int) -> bool:
+    # A connection closed at once (~30 us): refused at once when nothing listens.
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        probe.connect("\0" + name)
+        probe.connect(("127.0.0.1", port))
         return True
     except OSError:
         return False
@@ -140,26 +155,64 @@ def _unix_socket_listens(name: str) -> bool:
         probe.close()
 
 
-def lane_name(port) -> str:
-    return f"dtf-lane-127.0.0.1:{port}"
+# What this process learned from tasks on this host: port -> (lane name, pid of the task);
+# and ports whose task did not answer in time: port -> monotonic time until which it is
+# not asked again (a server's I/O thread asks too, and must not wait a second per socket).
+_known_lanes: dict = {}
+_silent_until: dict = {}
+
+
+def ask_lane(port: int, timeout_s: float = LANE_PROBE_TIMEOUT_S):
+    """(lane name, pid) of the task that owns 127.0.0.1:``port``, asked over TCP (a
+    ``Lane`` message); None when nothing listens there, it does not answer in time, or it
+    serves no lane."""
+    if _silent_until and _silent_until.get(port, 0.0) > time.monotonic() or not _tcp_listens(port):
+        return None
+    sock = context().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.connect(tcp_endpoint(f"127.0.0.1:{port}"))
+        send_frames(sock, codec.encode({"type": "Lane", "id": next(_ids)}))
+        if not readable(sock, int(timeout_s * 1000)):
+            _silent_until[port] = time.monotonic() + 10 * timeout_s
+            return None
+        reply = codec.decode(recv_frames(sock))
+    except (zmq.ZMQError, codec.WireError):
+        return None
+    finally:
+        sock.close(0)
+    name, pid = reply.get("lane"), reply.get("pid")
+    if type(name) is not str or not name.startswith(_lane.NAME_PREFIX) or len(name) > 100 \
+            or type(pid) is not int:
+        return None
+    return name, pid
+
+
+def connect_lane(port: int, blocking: bool = True):
+    """A lane to the task that owns 127.0.0.1:``port``, or None (then use TCP)."""
+    known = _known_lanes.get(port)
+    if known is not None:
+        ln = _lane.connect(*known, blocking=blocking)
+        if ln is not None:
+            return ln
+        _known_lanes.pop(port, None)  # the task is gone, or another process holds its name
+    known = ask_lane(port)
+    if known is None:
+        return None
+    ln = _lane.connect(*known, blocking=blocking)
+    if ln is not None:
+        _known_lanes[port] = known
+    return ln
 
 
 def connect_endpoint(address: str) -> str:
-    """Where a new client socket reaches ``address``: the task's Unix socket when the
-    address is on this host's loopback and a task listens there now, else TCP. Asking
-    first keeps a client working with a task started with DTF_IPC=0 (or one that does not
-    listen there); a socket made before its task started stays on TCP."""
-    port = _loopback_port(address, _LOOPBACK_HOSTS)
-    if port is not None and _unix_socket_listens(_IPC_PREFIX + str(port)):
-        return f"ipc://@{_IPC_PREFIX}{port}"
+    """Where a new ZeroMQ client socket reaches ``address``."""
     return tcp_endpoint(address)
 
 
 def bind_endpoints(address: str) -> list:
-    """Where a task serving ``address`` listens: TCP, plus the Unix socket that clients of
-    its loopback address connect to (also when it listens on every interface)."""
-    port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
-    return [tcp_endpoint(address)] + ([f"ipc://@{_IPC_PREFIX}{port}"] if port is not None else [])
+    """Where a task serving ``address`` listens through ZeroMQ."""
+    return [tcp_endpoint(address)]
 
 
 def _wait_released(endpoints, limit_s=2.0):
@@ -173,16 +226,11 @@ def _wait_released(endpoints, limit_s=2.0):
 
 
 def _bindable(endpoint: str) -> bool:
-    scheme, _, where = endpoint.partition("://")
-    if scheme == "ipc":  # an abstract name, "@name"
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        target = "\0" + where[1:]
-    else:
-        host, _, port = where.rpartition(":")
-        host = "" if host in _ALL_INTERFACES else host.strip("[]")
-        probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZeroMQ binds
-        target = (host, int(port))
+    host, _, port = endpoint.partition("://")[2].rpartition(":")
+    host = "" if host in _ALL_INTERFACES else host.strip("[]")
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZeroMQ binds
+    target = (host, int(port))
     try:
         probe.bind(target)
         return True
@@ -194,10 +242,14 @@ def _bindable(endpoint: str) -> bool:
 
 def max_frame_bytes(max_message_bytes: int) -> int:
     """The largest frame a task reads (ZeroMQ drops a peer that sends a larger one, without
-    an answer): twice its message limit, and never less than the largest frame a dtf sender
-    makes of a tensor (codec.CHUNK_BYTES) plus room for a header, so that tensors over a
-    lower limit here are refused with an error reply the step can report."""
-    return max(2 * max_message_bytes, codec.CHUNK_BYTES + (1 << 20))
+    an answer, and before it allocates the frame: ZeroMQ sets aside a frame's declared size
+    when its first bytes arrive): twice its message limit, but no more than a header over
+    its limit (codec.MAX_HEADER_BYTES, refused with an answer; dtf senders make no larger
+    frame, and refuse such a header themselves), and never less than the largest frame a
+    dtf sender makes of a tensor (codec.CHUNK_BYTES) plus room for a header, so that
+    tensors over a lower limit here are refused with an error reply the step can report."""
+    return max(min(2 * max_message_bytes, codec.MAX_HEADER_BYTES + (1 << 20)),
+               codec.CHUNK_BYTES + (1 << 20))
 
 
 def context() -> zmq.Context:
@@ -250,14 +302,14 @@ class Client:
         return s
 
     def _lane(self, address):
-        """A same-host lane to ``address`` when its task listens on one (dtf.wire.lane):
+        """A same-host lane to ``address`` when its task serves one (dtf.wire.lane):
         only without cluster keys, since the lane is not encrypted."""
         if self._security is not None:
             return None
         port = _loopback_port(address, _LOOPBACK_HOSTS)
         if port is None:
             return None
-        ln = _lane.connect(lane_name(port), blocking=not self.queue_sends)
+        ln = connect_lane(port, blocking=not self.queue_sends)
         if ln is not None:
             ln.on_blocked = self.on_lane_blocked
         return ln
@@ -329,7 +381,10 @@ class Client:
         if local:
             header["same_host"] = True
         streams: list = []
-        frames = codec.encode(header, same_host=local, streams=streams)
+        try:
+            frames = codec.encode(header, same_host=local, streams=streams)
+        except codec.HeaderTooLarge as e:
+            raise errors.ResourceExhaustedError(None, None, f"message to {address}: {e}") from None
         self._check_size(frames, address, sum(len(raw) for _, raw in streams) if streams else 0)
         sock = self._socket(address, kind)
         for part in codec.part_messages(streams):
@@ -501,7 +556,7 @@ class ServerLoop:
                  max_message_bytes=None, deferred=None, on_refused=None, thread_init=None):
         self.address = address
         self._handlers = handlers
-        self._inline = inline
+        self._inline = dict(inline, Lane=self._describe_lane)
         self._deferred = deferred or {}
         self._on_refused = on_refused or {}  # type -> fn(header, error) for refused one-way messages
         self._soon = collections.deque()  # call_soon's functions, run by the I/O thread
@@ -521,11 +576,18 @@ class ServerLoop:
         self._sweeping = False
         self._task = task_name
         self._max_bytes = max_message_bytes or _security.max_message_bytes()
+        # What all peers together may make the task set aside for messages still arriving.
+        self._budget = limits.InflightBudget(limits.max_inflight_bytes(self._max_bytes))
+        # A flood of idle connections meets the hard limit on descriptors, not the soft
+        # default of 1,024; each one that completes no handshake is dropped after
+        # HANDSHAKE_S (ZeroMQ's default: 30 s), keyed or not.
+        open_files = limits.raise_open_file_limit()
         self._ctx = context()
         self._router = self._ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
+        self._router.setsockopt(zmq.HANDSHAKE_IVL, int(HANDSHAKE_S * 1000))
         # Messages over the limit get an error reply. ZeroMQ itself drops a peer whose frame
-        # exceeds twice the limit before allocating it, so no message can make a task
+        # exceeds max_frame_bytes before allocating it, so no message can make a task
         # allocate without bound. dtf clients check the limit before sending (Client.send).
         self._router.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes(self._max_bytes))
         if security is not None:
@@ -539,12 +601,23 @@ class ServerLoop:
             raise errors.UnknownError(
                 None, None, f"Could not start server for {task_name} at {address}: {e.strerror}"
                 + (" (the address is already in use)" if e.errno == zmq.EADDRINUSE else "")) from None
+        # Idle connections that complete no handshake are shed when many come (dtf.wire.flood).
+        _, _, tcp_port = address.rpartition(":")
+        self._flood_guard = None
+        if tcp_port.isdigit() and _flood.supported():
+            high = FLOOD_HIGH if open_files < 0 else max(64, min(FLOOD_HIGH, open_files // 4))
+            self._flood_guard = _flood.FloodGuard(int(tcp_port), high, HANDSHAKE_S,
+                                                  curve=security is not None, name=task_name)
         # Same-host clients without keys talk to a loopback task over a lane (dtf.wire.lane).
         self._lanes: dict = {}  # ident -> accepted lane
         self._lane_generation = 0
         port = _loopback_port(address, _LOOPBACK_HOSTS | _ALL_INTERFACES)
-        self._lane_listener = (_lane.listen(lane_name(port))
-                               if security is None and port is not None else None)
+        self.lane_name = _lane.new_name(port) if security is None and port is not None else None
+        # A name taken (by chance: it is random) leaves the task on TCP alone.
+        self._lane_listener = _lane.listen(self.lane_name) if self.lane_name else None
+        if self._lane_listener is None:
+            self.lane_name = None
+        self._lane_chunk = bytearray(_lane.READ_BYTES)  # the I/O thread reads every lane into it
         # Other threads hand the I/O thread their replies ((ident, frames), in order) and
         # functions to run (call_soon), then wake it.
         self._outbox = collections.deque()
@@ -552,11 +625,15 @@ class ServerLoop:
         self._router_used = True  # used since the loop last asked it for its EVENTS
         self._thread_init = thread_init
         self._pool = HandlerPool(max_workers, f"dtf-{task_name}", thread_init)
+        self._aside = HandlerPool(1, f"dtf-headers-{task_name}")  # see _decode_aside
+        self._aside_bytes = 0
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=f"dtf-io-{task_name}", daemon=True)
         self.messages_served = 0
 
     def start(self):
+        if self._flood_guard is not None:
+            self._flood_guard.start(self._router)  # before the I/O thread uses the router
         self._thread.start()
 
     def call_soon(self, fn):
@@ -751,8 +828,14 @@ class ServerLoop:
                 watched.append((sock.fd, _POLLIN | (_POLLOUT if sock.pending else 0)))
         return watched, lanes
 
+    def _describe_lane(self, msg):
+        """Answers ``Lane`` (over TCP: only the task that owns the port gets the question):
+        where same-host clients without keys reach this task faster, and the process
+        they must find there."""
+        return {"lane": self.lane_name, "pid": os.getpid()}
+
     def _accept_lanes(self):
-        for ln in _lane.accept(self._lane_listener, self._max_bytes):
+        for ln in _lane.accept(self._lane_listener, self._max_bytes, self._lane_chunk, self._budget):
             ln.on_blocked = self._writing.add
             self._lanes[ln.ident] = ln
             self._lane_generation += 1
@@ -764,14 +847,18 @@ class ServerLoop:
         if ev & ~_POLLOUT:
             ln.fill()
         while ln.ready:
+            frames = ln.take()
             try:
-                self._on_message([ln.ident] + ln.take())
+                if type(frames[-1]) is _Oversized and frames[-1].over_budget:
+                    self._refuse_over_budget(ln.ident, frames)
+                else:
+                    self._on_message([ln.ident] + frames)
             except Exception:  # noqa: BLE001 - no message may stop the I/O thread
                 log.exception("%s: failed to handle a message", self._task)
             self._run_soon()
         if ln.eof:  # the client went away (or broke the lane's format)
             self._lanes.pop(ln.ident, None)
-            self._streams.pop(ln.ident, None)
+            self._drop_streams(ln.ident)
             ln.close()
             self._lane_generation += 1
 
@@ -785,34 +872,46 @@ class ServerLoop:
         send_frames(self._router, [ident] + frames)
         self._router_used = True
 
-    def _on_message(self, frames):
-        self.messages_served += 1
-        ident, body = frames[0], frames[1:]
+    def _refuse_over_budget(self, ident, body):
+        """A message within the limit that the task had no room for: other peers' messages
+        being received hold its budget for messages in flight."""
         size = sum(map(len, body))
-        if size > self._max_bytes:
-            # If it was a Part, the message it belongs to must fail the same way.
-            self._partial_streams(_ident_key(ident)).refuse_rest(size)
-            self._refuse(ident, body, errors.ResourceExhaustedError(
-                None, None, f"message of {size} bytes refused by {self._task}: the limit is "
-                f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"))
-            return
-        # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
-        sender = _ident_key(ident) if self._streams or len(body) == 2 else None
-        streams = self._streams.get(sender) if self._streams else None
-        try:
-            msg = codec.decode(body, streams=streams)
-            if msg.get("type") == "Part":
-                self._on_part(sender, msg, body)
+        self._partial_streams(_ident_key(ident)).refuse_rest(size)
+        self._refuse(ident, body, errors.ResourceExhaustedError(
+            None, None, f"message of {size} bytes refused by {self._task}: messages still "
+            f"arriving hold {self._budget.held} of the {self._budget.max_bytes} bytes it sets "
+            f"aside for them ({limits.ENV_MAX_INFLIGHT})"))
+
+    def _on_message(self, frames, msg=None):
+        """Handles one message; ``msg``: its header already decoded (``_decode_aside``)."""
+        ident, body = frames[0], frames[1:]
+        if msg is None:
+            self.messages_served += 1
+            size = sum(map(len, body))
+            if size > self._max_bytes:
+                # If it was a Part, the message it belongs to must fail the same way.
+                self._partial_streams(_ident_key(ident)).refuse_rest(size)
+                self._refuse(ident, body, errors.ResourceExhaustedError(
+                    None, None, f"message of {size} bytes refused by {self._task}: the limit is "
+                    f"{self._max_bytes} bytes ({_security.ENV_MAX_MESSAGE})"))
                 return
-        except codec.WireError as e:
-            self._streams.pop(sender, None)
-            self._refuse(ident, body, errors.ResourceExhaustedError(
-                None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})")
-                if isinstance(e, codec.StreamTooLarge) else errors.InvalidArgumentError(
-                None, None, f"malformed message refused by {self._task}: {e}"))
-            return
-        if streams is not None:  # its streamed tensors are in the message now
-            del self._streams[sender]
+            # The sender's socket identity keys its streams (a zmq.Frame hashes by object).
+            sender = _ident_key(ident) if self._streams or len(body) == 2 else None
+            streams = self._streams.get(sender) if self._streams else None
+            if len(body[0]) > ASIDE_HEADER_BYTES:
+                self._decode_aside(ident, body, sender, streams)
+                return
+            try:
+                msg = codec.decode(body, streams=streams)
+                if msg.get("type") == "Part":
+                    self._on_part(sender, msg, body)
+                    return
+            except codec.WireError as e:
+                self._drop_streams(sender)
+                self._refuse_malformed(ident, body, e)
+                return
+            if streams is not None:  # its streamed tensors are in the message now
+                self._drop_streams(sender)
         mtype = msg.get("type")
         rid = msg.get("id")
         if not isinstance(mtype, str):  # an unhashable type would break the lookups
@@ -845,6 +944,48 @@ class ServerLoop:
             return
         self._pool.submit(self._run_handler, fn, msg, ident, rid)
 
+    def _decode_aside(self, ident, body, sender, streams):
+        """Parses a large header on a thread of its own, one at a time: the JSON parser
+        holds the interpreter while it runs, so the I/O thread gets a turn between two
+        such headers instead of after all of them (4 headers of 48 MiB held it up for
+        2.6 s, past the 3 s in which peers expect an answer to a ping). What waits for
+        that thread is bounded (ASIDE_MAX_BYTES); the message is handled on the I/O
+        thread once parsed, possibly after messages that came after it."""
+        nbytes = len(body[0])
+        if self._aside_bytes + nbytes > ASIDE_MAX_BYTES:
+            self._drop_streams(sender)
+            self._refuse(ident, body, errors.ResourceExhaustedError(
+                None, None, f"header of {nbytes} bytes refused by {self._task}: "
+                f"{self._aside_bytes} bytes of large headers already wait to be parsed"))
+            return
+        self._aside_bytes += nbytes
+        if streams is not None:  # the message owns them now
+            self._streams.pop(sender, None)
+
+        def parse():
+            try:
+                result = codec.decode(body, streams=streams)
+            except codec.WireError as e:
+                result = e
+            self.call_soon(lambda: self._decoded_aside(ident, body, streams, nbytes, result))
+
+        self._aside.submit(parse)
+
+    def _decoded_aside(self, ident, body, streams, nbytes, result):
+        self._aside_bytes -= nbytes
+        if streams is not None:
+            streams.close()
+        if isinstance(result, codec.WireError):
+            self._refuse_malformed(ident, body, result)
+        else:
+            self._on_message([ident] + body, result)
+
+    def _refuse_malformed(self, ident, body, e):
+        self._refuse(ident, body, errors.ResourceExhaustedError(
+            None, None, f"{e} refused by {self._task} ({_security.ENV_MAX_MESSAGE})")
+            if isinstance(e, codec.StreamTooLarge) else errors.InvalidArgumentError(
+            None, None, f"malformed message refused by {self._task}: {e}"))
+
     def _refuse(self, ident, body, error):
         """Answers a message that cannot be read with ``error``. A one-way message has no
         one waiting for that answer: its ``on_refused`` handler (by type, from its header
@@ -870,7 +1011,7 @@ class ServerLoop:
     def _partial_streams(self, sender):
         partial = self._streams.get(sender)
         if partial is None:
-            partial = self._streams[sender] = codec.PartialStreams(self._max_bytes)
+            partial = self._streams[sender] = codec.PartialStreams(self._max_bytes, self._budget)
             if not self._sweeping:
                 self._sweeping = True
                 self.call_later(STREAM_STALE_S, self._sweep_streams)
@@ -882,10 +1023,17 @@ class ServerLoop:
         cutoff = time.monotonic() - STREAM_STALE_S
         for ident in [i for i, p in self._streams.items() if p.touched < cutoff]:
             log.warning("%s: dropped %d bytes of a tensor stream whose message never came",
-                        self._task, self._streams.pop(ident).held_bytes())
+                        self._task, self._streams[ident].held_bytes())
+            self._drop_streams(ident)
         self._sweeping = bool(self._streams)
         if self._sweeping:
             self.call_later(STREAM_STALE_S, self._sweep_streams)
+
+    def _drop_streams(self, sender):
+        """Forgets a sender's streams, giving back to the budget what they held."""
+        partial = self._streams.pop(sender, None)
+        if partial is not None:
+            partial.close()
 
     def _run_handler(self, fn, msg, ident, rid):
         try:
@@ -910,9 +1058,14 @@ class ServerLoop:
             self._wakeup.wake()
             self._thread.join(5)
         self._pool.shutdown()
+        self._aside.shutdown()
+        if self._flood_guard is not None:
+            self._flood_guard.stop()
         _wait_released(self._endpoints)
 
     def _close_sockets(self):
+        if self._flood_guard is not None:
+            self._flood_guard.detach(self._router)
         self._router.close(0)
         self._wakeup.close()
         self._outbox.clear()
@@ -961,7 +1114,9 @@ class _Responder:
         streams: list = []
         try:
             frames = codec.encode(reply, same_host=self._msg.get("same_host") is True, streams=streams)
-        except TypeError as e:
+        except (TypeError, codec.HeaderTooLarge) as e:
+            if isinstance(e, codec.HeaderTooLarge):
+                e = errors.ResourceExhaustedError(None, None, f"reply from {loop._task}: {e}")
             streams = []
             frames = codec.encode(_error_reply(self._rid, e, loop._task))
         if on_io_thread:

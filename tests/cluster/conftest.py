@@ -15,8 +15,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class TaskProcess:
-    def __init__(self, spec: str, job: str, index: int):
+    def __init__(self, spec: str, job: str, index: int, preexec_fn=None):
         self.spec, self.job, self.index = spec, job, index
+        self.preexec_fn = preexec_fn  # runs in the child before the task starts
         self.proc = None
 
     def start(self, timeout=30.0):
@@ -24,7 +25,8 @@ class TaskProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dtf.runtime.standalone", f"--cluster_spec={self.spec}",
              f"--job_name={self.job}", f"--task_index={self.index}"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, env=env, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, env=env, text=True,
+            preexec_fn=self.preexec_fn)
         deadline = time.monotonic() + timeout
         line = ""
         while time.monotonic() < deadline:

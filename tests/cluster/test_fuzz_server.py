@@ -30,7 +30,8 @@ MAX_MESSAGE = 1 << 20  # small limit, so oversized messages are cheap to send
 REPLY_TIMEOUT_MS = 10_000
 ONE_WAY = ("Ping", "Tensor", "AbortStep", "Part")  # inline types: no reply without an id
 TYPES = ["Ping", "Tensor", "AbortStep", "Part", "RegisterGraph", "RunGraph", "DeregisterGraph", "Status",
-         "CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Nope", ""]
+         "CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "CheckCluster",
+         "Nope", ""]
 THREAD_BOUND = 16 + 8 + 4  # the handler pool, the peer pool, the I/O thread and slack
 RSS_BOUND_KB = 96 << 10
 

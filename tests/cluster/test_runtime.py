@@ -39,7 +39,8 @@ def test_238_over_two_task_processes(make_cluster, monkeypatch, ipc):
     cl = make_cluster(local=2).start_all()
     if sys.platform.startswith("linux"):
         names = _unix_names()
-        assert all((f"@dtf-tcp-{a}" in names) == (ipc == "1") for a in cl.jobs["local"])
+        ports = [a.rsplit(":", 1)[1] for a in cl.jobs["local"]]
+        assert all(any(n.startswith(f"@dtf-lane-{p}-") for n in names) == (ipc == "1") for p in ports)
     x = tf.constant(2)
     with tf.device("/job:local/task:1"):
         y2 = x - 66

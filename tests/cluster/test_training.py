@@ -147,3 +147,6 @@ def test_ps_that_never_comes_back_fails_naming_the_task(make_cluster, tmp_path):
     assert code != 0
     assert time.monotonic() - start < 30
     assert "UnavailableError" in out and "Gave up" in out and PS_TASK in out
+    # The error naming the ps is the last thing printed (not "Session is already closed.").
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("dtf.framework.errors.UnavailableError: Gave up") and PS_TASK in last, out[-2000:]

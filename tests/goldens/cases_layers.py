@@ -365,6 +365,36 @@ def batch_norm_training_placeholder(tf):
     return run
 
 
+@case(rtol=1e-4, atol=1e-4)
+def training_tensor_conds_with_gradients(tf):
+    """A fed ``training`` builds conds (TF's smart_cond): values and gradients through them
+    for dropout (identity when False), fused and non-fused batch norm, both flag values."""
+    rng = np.random.RandomState(21)
+    x = tf.placeholder(tf.float32, [3, 2, 2, 4])
+    training = tf.placeholder(tf.bool, [])
+    y4 = tf.layers.batch_normalization(x, training=training, momentum=0.9)
+    y2 = tf.layers.batch_normalization(tf.reshape(x, [6, 8]), training=training, momentum=0.9)
+    d = tf.layers.dropout(y2, rate=0.5, training=tf.logical_and(training, False))
+    w4, w2 = rng.randn(3, 2, 2, 4).astype(F32), rng.randn(6, 8).astype(F32)
+    loss = tf.reduce_sum(y4 * w4) + tf.reduce_sum(d * w2)
+    params = tf.trainable_variables()
+    grads = tf.gradients(loss, [x] + params)
+    upd = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    moving = [v for v in tf.global_variables() if "moving" in v.name]
+    xv = rng.randn(3, 2, 2, 4).astype(F32) * 2 + 1
+
+    def run(sess):
+        out = {}
+        for flag in (False, True):
+            values = sess.run([loss, grads, upd], {x: xv, training: flag})
+            out[f"loss_{flag}"] = values[0]
+            for name, g in zip(["x"] + [v.op.name for v in params], values[1]):
+                out[f"grad_{flag}_{name}"] = g
+            out[f"moving_{flag}"] = np.concatenate(sess.run(moving))
+        return out
+    return run
+
+
 @case(rtol=1e-4, atol=1e-5)
 def custom_layer_subclass(tf):
     class Scale(tf.layers.Layer):

@@ -167,6 +167,38 @@ def collections_and_reset(tf):
 
 
 @case
+def precision_recall_at_k_sparse_labels(tf):
+    """SparseTensor labels: only the values count (rows of different sizes, duplicates and
+    a negative id among them), for precision and recall, with class_id and weights."""
+    rng = np.random.RandomState(8)
+    labels = tf.sparse_placeholder(tf.int64, name="labels")
+    scores = tf.placeholder(tf.float32, [None, 5], name="scores")
+    weights = tf.placeholder(tf.float32, [None], name="weights")
+    ph = {"labels": labels, "scores": scores, "weights": weights}
+    batches = []
+    for _ in range(BATCHES):
+        indices, values = [], []
+        for row in range(BATCH):
+            cols = np.sort(rng.choice(4, rng.randint(0, 4), replace=False))
+            indices += [[row, c] for c in cols]
+            values += rng.randint(-1, 6, len(cols)).tolist()
+        batches.append({"labels": tf.SparseTensorValue(np.asarray(indices, np.int64).reshape(-1, 2),
+                                                       np.asarray(values, np.int64), [BATCH, 4]),
+                        "scores": rng.rand(BATCH, 5).astype(np.float32),
+                        "weights": rng.randint(0, 3, BATCH).astype(np.float32)})
+    idx = tf.nn.top_k(scores, 2)[1]
+    metrics = {
+        "p_at_2": tf.metrics.precision_at_k(labels, scores, 2),
+        "r_at_3": tf.metrics.recall_at_k(labels, scores, 3, weights=weights),
+        "p_class": tf.metrics.sparse_precision_at_k(labels, scores, 3, class_id=2),
+        "r_class": tf.metrics.recall_at_k(labels, scores, 2, class_id=1),
+        "p_top_k": tf.metrics.precision_at_top_k(labels, idx, k=2),
+        "r_top_k": tf.metrics.recall_at_top_k(labels, idx, weights=weights),
+    }
+    return _stream(tf, metrics, batches, ph)
+
+
+@case
 def precision_recall_at_k(tf):
     rng = np.random.RandomState(5)
     ph = {"labels": tf.placeholder(tf.int64, [None], name="labels"),

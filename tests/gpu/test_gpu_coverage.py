@@ -34,10 +34,26 @@ CORE = {**{op: "float32" for op in ELEMENTWISE + REDUCTIONS + ARRAY + NN + STATE
 HOST_ONLY = {
     "SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename", "SelectUninitialized",
     "ScalarSummary", "HistogramSummary", "MergeSummary",
+    "ImageSummary", "AudioSummaryV2", "TensorSummaryV2",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
-    "QueueCloseV2", "QueueSizeV2",
+    "QueueCloseV2", "QueueSizeV2", "RandomShuffleQueueV2", "QueueDequeueUpToV2",
+    "PaddingFIFOQueueV2", "CountUpTo",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
+    "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
+    "IteratorGetNext", "IteratorToStringHandle",
+    "ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
+    "MatchingFiles", "DecodeCSV",
+    "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
+    "IdentityReaderV2", "ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
+    "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
+}
+# Not yet on GPU (docs/control_flow.md): control-flow ops run their bodies on the CPU, and
+# TensorArray buffers live in host memory; a GPU-pinned cond or loop needs soft placement.
+HOST_ONLY |= {
+    "If", "While", "_WhileGrad", "_Arg", "_RefArg",
+    "TensorArrayNew", "TensorArrayWrite", "TensorArrayRead", "TensorArrayScatter",
+    "TensorArrayWriteGrad", "TensorArrayReadGrad", "TensorArrayScatterGrad",
 }
 
 

@@ -161,3 +161,33 @@ def test_ops_without_a_cuda_kernel_run_on_the_host_inside_a_gpu_partition():
     np.testing.assert_allclose(got_scan, want_scan, rtol=1e-6)
     np.testing.assert_array_equal(got_idx, [[1, 2], [2, 0]])
     np.testing.assert_allclose(got_out, [[24.0, 12.0], [30.0, 18.0]])
+
+
+def test_graph_utilities_run_on_the_host_inside_a_gpu_partition(capfd):
+    """Print, CheckNumerics, Assert, PyFunc and IdentityN placed on a GPU run their CPU
+    kernels on the host between GPU kernels, without soft placement."""
+    tf.reset_default_graph()
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+
+    @tf.custom_gradient
+    def twice(v):
+        return v * 2.0, lambda dy: dy * 2.0
+
+    with tf.device("/gpu:0"):
+        t = tf.constant(x) * 2.0
+        printed = tf.Print(t, [t], "on gpu: ")
+        checked = tf.check_numerics(printed + 1.0, "checked")
+        guard = tf.Assert(tf.reduce_all(checked > -10.0), [checked])
+        with tf.control_dependencies([guard]):
+            through = tf.py_func(lambda v: v * 10, [checked], tf.float32) * 1.0
+        doubled = twice(t)
+        grad = tf.gradients(tf.reduce_sum(doubled), t)[0]
+        bad = tf.check_numerics(t * np.float32(np.nan), "checked")
+    with tf.Session() as sess:
+        got, got_double, got_grad = sess.run([through, doubled, grad])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="checked : Tensor had NaN"):
+            sess.run(bad)
+    np.testing.assert_allclose(got, (x * 2 + 1) * 10)
+    np.testing.assert_allclose(got_double, x * 4)
+    np.testing.assert_allclose(got_grad, [2.0, 2.0, 2.0])
+    assert "on gpu: [2 -4 6]" in capfd.readouterr().err

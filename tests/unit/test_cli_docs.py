@@ -3,8 +3,9 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# Names in the code that are not variables a user sets (prefixes of others, test markers).
-_NOT_SETTINGS = {"DTF_TEST_MARKER"}
+# Names in the code that are not variables a user sets (prefixes of others, test markers,
+# dtf.version.DTF_VERSION, the release string).
+_NOT_SETTINGS = {"DTF_TEST_MARKER", "DTF_VERSION"}
 
 
 def _table_rows(text: str) -> set:

@@ -153,9 +153,8 @@ def test_without_ipc_or_with_keys_clients_use_zeromq(echo_loop, monkeypatch):
 
 def test_garbage_on_a_lane_drops_that_connection_and_the_task_serves_on(echo_loop):
     address, loop = echo_loop
-    port = address.rsplit(":", 1)[1]
     rogue = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    rogue.connect("\0" + transport.lane_name(port))
+    rogue.connect("\0" + loop.lane_name)
     rogue.sendall(struct.pack("<I", 1 << 30) + b"\xff" * 64)  # a frame count over the bound
     rogue.settimeout(10)
     assert rogue.recv(10) == b""  # the task closed it

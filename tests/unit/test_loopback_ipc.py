@@ -1,17 +1,16 @@
-"""Tasks on the loopback interface are also reached through an abstract Unix socket
-(transport.connect_endpoint / bind_endpoints); DTF_IPC=0 keeps them on TCP."""
+"""Same-host clients without keys reach a loopback task over a lane whose random name
+they learn from the task over its TCP port (transport.connect_lane); ZeroMQ listens on
+TCP alone; DTF_IPC=0 keeps everything on TCP."""
 from __future__ import annotations
 
-import socket
+import os
 import sys
-import time
 
 import pytest
 import zmq
 
-from dtf.framework import errors
 from dtf.train.server import free_port
-from dtf.wire import codec, transport
+from dtf.wire import lane, transport
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="abstract Unix sockets are Linux's")
@@ -23,128 +22,89 @@ def _unix_names():
         return {line.split()[-1] for line in f.readlines()[1:] if line.split()[-1].startswith("@")}
 
 
-def _listener(port):
-    """A ROUTER on the Unix socket a task at 127.0.0.1:port would serve."""
-    sock = zmq.Context.instance().socket(zmq.ROUTER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.bind(f"ipc://@dtf-tcp-127.0.0.1:{port}")
-    return sock
-
-
-@linux_only
-def test_loopback_addresses_connect_through_the_unix_socket_when_a_task_listens_there(monkeypatch):
-    monkeypatch.delenv("DTF_IPC", raising=False)
-    port = free_port()
-    for address in (f"127.0.0.1:{port}", f"localhost:{port}"):
-        assert transport.connect_endpoint(address) == f"tcp://127.0.0.1:{port}"  # none listens yet
-    listener = _listener(port)
-    try:
-        for address in (f"127.0.0.1:{port}", f"localhost:{port}", f":{port}"):
-            assert transport.connect_endpoint(address) == f"ipc://@dtf-tcp-127.0.0.1:{port}"
-        assert transport.connect_endpoint(f"10.1.2.3:{port}") == f"tcp://10.1.2.3:{port}"
-        assert transport.connect_endpoint(f"example.org:{port}") == f"tcp://example.org:{port}"
-        monkeypatch.setenv("DTF_IPC", "0")
-        assert transport.connect_endpoint(f"127.0.0.1:{port}") == f"tcp://127.0.0.1:{port}"
-    finally:
-        listener.close(0)
-
-
-@linux_only
-def test_a_task_on_loopback_or_every_interface_also_listens_on_the_unix_socket(monkeypatch):
-    monkeypatch.delenv("DTF_IPC", raising=False)
-    assert transport.bind_endpoints("127.0.0.1:5000") == [
-        "tcp://127.0.0.1:5000", "ipc://@dtf-tcp-127.0.0.1:5000"]
-    assert transport.bind_endpoints("0.0.0.0:5000") == [
-        "tcp://0.0.0.0:5000", "ipc://@dtf-tcp-127.0.0.1:5000"]
-    assert transport.bind_endpoints("10.1.2.3:5000") == ["tcp://10.1.2.3:5000"]
-
-
-def test_dtf_ipc_0_keeps_a_task_on_tcp(monkeypatch):
-    monkeypatch.setenv("DTF_IPC", "0")
+def test_zeromq_listens_and_connects_on_tcp_alone():
     assert transport.bind_endpoints("127.0.0.1:5000") == ["tcp://127.0.0.1:5000"]
-
-
-def _ping_through(endpoint):
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    try:
-        sock.connect(endpoint)
-        transport.send_frames(sock, codec.encode({"type": "Ping", "id": 7}))
-        assert transport.readable(sock, 5000), f"no answer through {endpoint}"
-        return codec.decode(transport.recv_frames(sock))
-    finally:
-        sock.close(0)
+    assert transport.bind_endpoints("0.0.0.0:5000") == ["tcp://0.0.0.0:5000"]
+    assert transport.connect_endpoint("localhost:5000") == "tcp://127.0.0.1:5000"
+    assert transport.connect_endpoint("example.org:5000") == "tcp://example.org:5000"
 
 
 @linux_only
-def test_a_server_answers_through_both_sockets_and_frees_the_name_when_stopped(monkeypatch):
+def test_a_task_names_its_random_lane_over_tcp_and_frees_it_when_stopped(monkeypatch):
     monkeypatch.delenv("DTF_IPC", raising=False)
     port = free_port()
+    assert transport.ask_lane(port) is None  # nothing listens yet: answered at once
     loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
-    loop.start()
     try:
-        assert f"@dtf-tcp-127.0.0.1:{port}" in _unix_names()
-        for endpoint in (f"ipc://@dtf-tcp-127.0.0.1:{port}", f"tcp://127.0.0.1:{port}"):
-            reply = _ping_through(endpoint)
-            assert reply["id"] == 7 and "error" not in reply
+        loop.start()
+        name, pid = transport.ask_lane(port)
+        assert name == loop.lane_name and pid == os.getpid()
+        assert name.startswith(f"dtf-lane-{port}-") and "@" + name in _unix_names()
+        assert lane.new_name(port) != name  # drawn anew by every incarnation
     finally:
-        loop.stop()  # returns once ZeroMQ's I/O thread has closed the listeners
-    assert f"@dtf-tcp-127.0.0.1:{port}" not in _unix_names()
+        loop.stop()
+    assert "@" + name not in _unix_names()
 
 
 @linux_only
-def test_without_ipc_a_server_listens_on_tcp_alone(monkeypatch):
-    monkeypatch.setenv("DTF_IPC", "0")
+def test_a_lane_held_by_another_process_than_the_one_that_named_it_is_not_used(monkeypatch):
+    monkeypatch.delenv("DTF_IPC", raising=False)
     port = free_port()
-    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {"Echo": lambda m: {"n": m["n"]}},
+                                "/job:t/task:0")
     loop.start()
+    client = transport.Client(None)
     try:
-        assert f"@dtf-tcp-127.0.0.1:{port}" not in _unix_names()
-        assert _ping_through(f"tcp://127.0.0.1:{port}")["id"] == 7
+        name, pid = transport.ask_lane(port)
+        assert lane.connect(name, pid + 1) is None  # not the process the task said it is
+        ln = lane.connect(name, pid)
+        assert ln is not None
+        ln.close()
+        assert client.call(f"127.0.0.1:{port}", {"type": "Echo", "n": 1}, 10)["n"] == 1
+        assert type(client._socket(f"127.0.0.1:{port}")) is lane.Lane
     finally:
+        client.close()
         loop.stop()
 
 
 @linux_only
-def test_a_client_reaches_a_task_started_without_ipc(monkeypatch):
-    """Processes of one cluster may disagree on DTF_IPC (or run a dtf that predates it):
-    a client asks before it uses the Unix socket."""
+def test_without_ipc_a_server_serves_no_lane_and_clients_use_tcp(monkeypatch):
     port = free_port()
     monkeypatch.setenv("DTF_IPC", "0")
-    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {"Echo": lambda m: {"n": m["n"]}},
+                                "/job:t/task:0")
     loop.start()
     try:
+        assert loop.lane_name is None and not any(
+            n.startswith(f"@dtf-lane-{port}-") for n in _unix_names())
+        # Processes of one cluster may disagree on DTF_IPC: a client asks the task.
         monkeypatch.delenv("DTF_IPC")
-        reply = transport.Client(security=None).ping(f"127.0.0.1:{port}", 5.0)
-        assert "error" not in reply
+        assert transport.ask_lane(port) is None
+        client = transport.Client(security=None)
+        try:
+            assert client.call(f"127.0.0.1:{port}", {"type": "Echo", "n": 2}, 10)["n"] == 2
+            assert isinstance(client._socket(f"127.0.0.1:{port}"), zmq.Socket)
+        finally:
+            client.close()
     finally:
         loop.stop()
 
 
 @linux_only
-def test_a_unix_name_in_use_is_the_same_clear_error_as_a_port_in_use(monkeypatch):
+def test_a_task_whose_lane_name_is_taken_serves_on_tcp(monkeypatch):
     monkeypatch.delenv("DTF_IPC", raising=False)
     port = free_port()
-    squatter = _listener(port)
+    squatter = lane.listen(f"dtf-lane-{port}-taken")
+    monkeypatch.setattr(lane, "new_name", lambda p: f"dtf-lane-{p}-taken")
+    loop = transport.ServerLoop(f"127.0.0.1:{port}", {}, {"Echo": lambda m: {"n": m["n"]}},
+                                "/job:t/task:0")
+    loop.start()
+    client = transport.Client(security=None)
     try:
-        with pytest.raises(errors.OpError, match=rf"127\.0\.0\.1:{port}.*already in use"):
-            transport.ServerLoop(f"127.0.0.1:{port}", {}, {}, "/job:t/task:0")
+        assert loop.lane_name is None and transport.ask_lane(port) is None
+        assert client.call(f"127.0.0.1:{port}", {"type": "Echo", "n": 3}, 10)["n"] == 3
+        assert isinstance(client._socket(f"127.0.0.1:{port}"), zmq.Socket)
     finally:
-        squatter.close(0)
-    assert _port_freed(port), "the server that failed to start kept its TCP port"
-
-
-def _port_freed(port, within_s=5.0):
-    # ZeroMQ closes a listener on its own I/O thread, shortly after close() returns.
-    deadline = time.monotonic() + within_s
-    while True:
-        probe = socket.socket()
-        try:
-            probe.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        finally:
-            probe.close()
+        client.close()
+        loop.stop()
+        squatter.close()

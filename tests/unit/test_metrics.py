@@ -93,8 +93,13 @@ def test_at_k_labels_of_unknown_rank_are_expanded_at_run_time():
         assert sess.run(update_sets, {labels: [[1, 2], [0, 0]]}) == pytest.approx(2 / 3)
 
 
-def test_sparse_labels_for_at_k_metrics_are_refused_by_name():
-    class SparseLike:
-        indices, values, dense_shape = None, None, None
+def test_sparse_labels_count_only_their_values_and_average_precision_refuses_them():
+    labels = tf.SparseTensor([[0, 1], [1, 0], [1, 2]], tf.constant([0, 1, 1], tf.int64), [2, 3])
+    scores = tf.constant([[0.9, 0.1], [0.2, 0.8]])
+    recall, update = tf.metrics.recall_at_k(labels, scores, 1)
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        # Row 0's set is {0} (its empty positions are no label 0); row 1's is {1}.
+        assert sess.run(update) == pytest.approx(1.0)
     with pytest.raises(NotImplementedError, match="SparseTensor labels"):
-        tf.metrics.precision_at_k(SparseLike(), tf.constant([[0.5, 0.5]]), 1)
+        tf.metrics.average_precision_at_k(labels, scores, 1)

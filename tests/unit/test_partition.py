@@ -375,19 +375,23 @@ def in_process_cluster(monkeypatch):
         svc.stop()
 
 
-def train_losses(target, steps=4):
+def train_losses(target, steps=4, while_open=lambda: None):
     g, m = mlp(pinned=bool(target))
     with tf.Session(target, graph=g) as sess:
         sess.run(m["init"])
         losses = [sess.run([m["train"], m["loss"]])[1] for _ in range(steps)]
+        while_open()
         return losses, sess.run([m["loss"], m["gs"]])
 
 
 def test_partitioned_training_matches_a_local_session(in_process_cluster):
     target, ps = in_process_cluster
     local, (local_final, local_gs) = train_losses("")
-    dist, (dist_final, dist_gs) = train_losses(target)
-    assert ps.worker.status()["graphs"] >= 1  # the ps really ran partitions of the step
+    ps_graphs = []
+    dist, (dist_final, dist_gs) = train_losses(
+        target, while_open=lambda: ps_graphs.append(ps.worker.status()["graphs"]))
+    assert ps_graphs[0] >= 1  # the ps really ran partitions of the step
+    assert ps.worker.status()["graphs"] == 0  # and released them when the session closed
     assert local_gs == dist_gs == 4
     np.testing.assert_allclose(dist, local, rtol=1e-6)
     np.testing.assert_allclose(dist_final, local_final, rtol=1e-6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import threading
+import time
 
 import pytest
 
@@ -28,6 +29,19 @@ def _events(logdir):
     for path in sorted(glob.glob(f"{logdir}/events.out.tfevents.*")):
         found.extend(summary_iterator(path))
     return found
+
+
+def _has_step_rate(sv):
+    sv.summary_writer.flush()
+    return any(val.tag == "global_step/sec" for e in _events(sv._logdir)
+               if e.HasField("summary") for val in e.summary.value)
+
+
+def _wait_for(condition, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the supervisor's services did not run"
+        time.sleep(0.02)
 
 
 def test_defaults_come_from_the_graph_and_land_in_collections(tmp_path):
@@ -61,6 +75,9 @@ def test_managed_session_initializes_trains_and_checkpoints_on_stop(tmp_path):
     gs, v, train = _model()
     sv = tf.train.Supervisor(logdir=str(tmp_path), save_summaries_secs=3600, save_model_secs=3600)
     with sv.managed_session() as sess:
+        # The services' first pass runs when their threads get the CPU; as in TF1, a session
+        # that stops before then skips it. Let them have it before training.
+        _wait_for(lambda: tf.train.latest_checkpoint(str(tmp_path)) and _has_step_rate(sv))
         for _ in range(3):
             sess.run(train)
         assert not sv.should_stop()

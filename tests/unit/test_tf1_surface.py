@@ -30,3 +30,15 @@ def test_namespaces_resolve():
     assert tf.nn.relu and tf.summary.scalar and tf.errors.AbortedError
     assert tf.distribute.cluster_resolver.TFConfigClusterResolver
     assert tf.queue.FIFOQueue and tf.initializers.zeros and tf.random.normal
+
+
+def test_input_pipeline_namespaces_resolve():
+    v1 = tf.compat.v1
+    assert v1.data.Dataset and v1.data.TFRecordDataset and v1.data.Iterator
+    assert v1.data.experimental.AUTOTUNE == -1 and tf.data.make_one_shot_iterator
+    assert tf.io.TFRecordWriter is tf.python_io.TFRecordWriter
+    assert tf.io.parse_single_example is tf.parse_single_example and tf.io.decode_raw
+    assert tf.train.Example and tf.train.Features and tf.train.SequenceExample
+    assert tf.train.QueueRunner is tf.train.queue_runner.QueueRunner
+    assert tf.train.shuffle_batch and tf.train.string_input_producer and tf.TFRecordReader
+    assert tf.RandomShuffleQueue and tf.PaddingFIFOQueue and tf.count_up_to

@@ -187,3 +187,30 @@ def test_a_large_string_tensor_goes_as_frames_of_at_most_4_mib():
     assert list(out) == [b"a" * (3 << 20), b"", b"b" * (3 << 20), "\u00e9".encode()]
     with pytest.raises(codec.WireError, match="lengths"):
         codec.decode([bytes(f) for f in frames[:2]] + [bytes(frames[2])[:-1]])
+
+
+def test_streams_of_all_senders_share_the_tasks_budget_for_messages_in_flight():
+    from dtf.wire import limits
+
+    budget = limits.InflightBudget(3 * BIG * 4 // 2)  # room for one stream, not two
+    first, second = codec.PartialStreams(None, budget), codec.PartialStreams(None, budget)
+    frames_a, parts_a = _send({"x": np.ones(BIG, np.float32)})
+    frames_b, parts_b = _send({"x": np.zeros(BIG, np.float32)})
+    first.add(json.loads(parts_a[0][0]), parts_a[0][1])
+    second.add(json.loads(parts_b[0][0]), parts_b[0][1])  # refused: the first holds the budget
+    for head, data in parts_a[1:]:
+        first.add(json.loads(head), data)
+    assert codec.decode(frames_a, streams=first)["x"].sum() == BIG
+    assert budget.held == 0  # given back once taken
+    with pytest.raises(codec.StreamTooLarge):
+        codec.decode(frames_b, streams=second)
+    third = codec.PartialStreams(None, budget)
+    third.add(json.loads(parts_b[0][0]), parts_b[0][1])
+    assert budget.held == BIG * 4
+    third.close()  # its message never came
+    assert budget.held == 0
+
+
+def test_a_header_over_the_limit_is_refused_by_its_sender():
+    with pytest.raises(codec.HeaderTooLarge, match="header of .* exceeds the limit"):
+        codec.encode({"type": "X", "pad": "x" * codec.MAX_HEADER_BYTES})

@@ -16,5 +16,13 @@ from . import nn  # noqa: F401
 from . import conv_fast  # noqa: F401
 from . import adam_fast  # noqa: F401
 from . import summary  # noqa: F401
+from . import summary_media  # noqa: F401
 from . import data_flow  # noqa: F401
+from . import logging  # noqa: F401
+from . import script  # noqa: F401
+from . import scatter  # noqa: F401
+from . import candidate_sampling  # noqa: F401
+from . import control_flow  # noqa: F401
+from . import dataset  # noqa: F401
+from . import readers  # noqa: F401
 from . import reference_fallback  # noqa: F401  (last: fills what nothing else claims)

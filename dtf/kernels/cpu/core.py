@@ -1,7 +1,7 @@
 """Kernels of the structural ops: Const, Placeholder, Identity, NoOp."""
 from __future__ import annotations
 
-from dtf.framework import errors
+from dtf.framework import dtypes, errors
 from dtf.kernels.registry import register_kernel
 
 
@@ -22,7 +22,7 @@ def placeholder(node):
     dtype = node.attrs["dtype"]
     shape = node.attrs.get("shape")
     msg = (f"You must feed a value for placeholder tensor '{node.name}' with dtype "
-           f"{_TF_TYPE_NAMES.get(dtype.name, dtype.name)}"
+           f"{dtypes.tf_type_string(dtype)}"
            + (f" and shape {_shape_str(shape)}" if shape is not None else ""))
 
     def compute(ctx):
@@ -31,7 +31,6 @@ def placeholder(node):
     return compute
 
 
-_TF_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
 @register_kernel("Identity", "CPU")

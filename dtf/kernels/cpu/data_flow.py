@@ -121,11 +121,19 @@ class QueueResource(_Resource, _Waitable):
         el = tuple(as_array(v, dt) for v, dt in zip(comps, self.dtypes))
         if self.shapes is not None:
             for i, (v, want) in enumerate(zip(el, self.shapes)):
-                if v.shape != want:
+                if not self._fits(v.shape, want):
                     raise errors.InvalidArgumentError(
                         node.name, None, f"Shape mismatch in tuple component {i}. Expected "
                         f"{list(want)}, got {list(v.shape)}")
         return el
+
+    @staticmethod
+    def _fits(shape, want):
+        return shape == want
+
+    def stack(self, i, values):
+        """Component ``i`` of dequeued elements as one batch."""
+        return np.stack(values)
 
     def enqueue(self, ctx, elements, timeout_ms, node):
         with self.cond:
@@ -148,18 +156,29 @@ class QueueResource(_Resource, _Waitable):
                 self.items.append(el)
                 self._notify()
 
-    def dequeue(self, ctx, n, timeout_ms, node):
+    min_after_dequeue = 0  # elements kept back until the queue closes (RandomShuffleQueue)
+
+    def dequeue(self, ctx, n, timeout_ms, node, up_to=False):
+        """``n`` elements; with ``up_to``, what is left (at least one) once closed."""
         with self.cond:
-            _wait(self, lambda: self.closed or len(self.items) >= n, ctx, timeout_ms,
+            _wait(self, lambda: self.closed or len(self.items) >= n + self.min_after_dequeue,
+                  ctx, timeout_ms,
                   lambda: f"waiting to dequeue {n} element(s) from queue '{self.name}' (it holds "
                           f"{len(self.items)}): whatever feeds it may have stopped")
             if len(self.items) < n:
-                raise errors.OutOfRangeError(
-                    node.name, None, f"FIFOQueue '{self.name}' is closed and has insufficient "
-                    f"elements (requested {n}, current size {len(self.items)})")
-            taken = [self.items.popleft() for _ in range(n)]
+                if not (up_to and self.items):
+                    raise errors.OutOfRangeError(
+                        node.name, None, f"{self.kind} '{self.name}' is closed and has insufficient "
+                        f"elements (requested {n}, current size {len(self.items)})")
+                n = len(self.items)
+            taken = self._take(n)
             self._notify()
             return taken
+
+    kind = "FIFOQueue"
+
+    def _take(self, n):
+        return [self.items.popleft() for _ in range(n)]
 
     def close(self, cancel_pending_enqueues):
         with self.cond:
@@ -169,6 +188,62 @@ class QueueResource(_Resource, _Waitable):
 
 
 register_kernel("FIFOQueueV2", "CPU")(_resource_kernel(QueueResource))
+
+
+class RandomShuffleQueueResource(QueueResource):
+    """Dequeues uniformly at random, keeping ``min_after_dequeue`` elements back (so that
+    what comes out is well mixed) until the queue is closed."""
+
+    kind = "RandomShuffleQueue"
+
+    def __init__(self, attrs, name):
+        super().__init__(attrs, name)
+        self.min_after_dequeue = int(attrs.get("min_after_dequeue", 0))
+        seeds = (attrs.get("seed", 0), attrs.get("seed2", 0))
+        self.rng = np.random.default_rng(None if seeds == (0, 0) else list(seeds))
+
+    def _take(self, n):
+        items, taken = self.items, []
+        for _ in range(n):
+            i = int(self.rng.integers(len(items)))
+            items[i], items[-1] = items[-1], items[i]
+            taken.append(items.pop())
+        return taken
+
+    def close(self, cancel_pending_enqueues):
+        with self.cond:
+            self.min_after_dequeue = 0  # closed: everything left may come out
+        super().close(cancel_pending_enqueues)
+
+
+register_kernel("RandomShuffleQueueV2", "CPU")(_resource_kernel(RandomShuffleQueueResource))
+
+
+class PaddingFIFOQueueResource(QueueResource):
+    """A FIFO queue whose components may vary along dimensions given as None; a batch is
+    padded (zeros, empty strings) to its largest element."""
+
+    kind = "PaddingFIFOQueue"
+
+    def __init__(self, attrs, name):
+        super().__init__(attrs, name)
+        self.shapes = [tuple(s) for s in attrs["shapes"]]
+
+    @staticmethod
+    def _fits(shape, want):
+        return len(shape) == len(want) and all(w is None or w == d for d, w in zip(shape, want))
+
+    def stack(self, i, values):
+        longest = tuple(max(dims) for dims in zip(*(v.shape for v in values))) if values[0].ndim else ()
+        out = np.zeros((len(values),) + longest, dtype=values[0].dtype)
+        if out.dtype == object:
+            out.fill(b"")
+        for k, v in enumerate(values):
+            out[(k,) + tuple(slice(0, d) for d in v.shape)] = v
+        return out
+
+
+register_kernel("PaddingFIFOQueueV2", "CPU")(_resource_kernel(PaddingFIFOQueueResource))
 
 
 @register_kernel("QueueEnqueueV2", "CPU", blocking=True)
@@ -218,19 +293,29 @@ def queue_dequeue(node):
 def queue_dequeue_many(node):
     timeout = node.attrs.get("timeout_ms", -1)
 
-    def compute(ctx, queue, n):
+    def compute(ctx, queue, n, up_to=False):
         n = int(n)
         if n < 0:
             raise errors.InvalidArgumentError(node.name, None, f"DequeueMany requested {n} < 0 elements")
-        taken = queue.dequeue(ctx, n, timeout, node)
+        taken = queue.dequeue(ctx, n, timeout, node, up_to)
         out = []
         for i, dt in enumerate(queue.dtypes):
             if taken:
-                out.append(np.stack([el[i] for el in taken]))
+                out.append(queue.stack(i, [el[i] for el in taken]))
             else:
                 shape = queue.shapes[i] if queue.shapes else ()
-                out.append(np.empty((0,) + tuple(shape), dtype=dt.as_numpy_dtype))
+                out.append(np.empty((0,) + tuple(d or 0 for d in shape), dtype=dt.as_numpy_dtype))
         return _single_or_tuple(out)
+
+    return compute
+
+
+@register_kernel("QueueDequeueUpToV2", "CPU", blocking=True)
+def queue_dequeue_up_to(node):
+    many = queue_dequeue_many(node)
+
+    def compute(ctx, queue, n):
+        return many(ctx, queue, n, up_to=True)
 
     return compute
 

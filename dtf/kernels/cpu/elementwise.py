@@ -9,6 +9,8 @@ example spends most of its time in these ops: this cut an Add from ~10 us to ~3 
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from dtf.framework import dtypes
@@ -36,9 +38,21 @@ _UNARY = {
 }
 
 
+# The operator form of a ufunc: on arrays it is the same ufunc call (ndarray.__add__ is
+# np.add), but on two numpy scalars (what a 0-d result becomes, e.g. a loop counter) it
+# skips the ufunc machinery: 0.1 us instead of 1.4 us a call.
+_OPERATOR_FOR = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+    np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt,
+    np.greater_equal: operator.ge, np.equal: operator.eq, np.not_equal: operator.ne,
+}
+
+
 def _binary_factory(ufunc):
+    fn = _OPERATOR_FOR.get(ufunc, ufunc)
+
     def factory(node):
-        return lambda ctx, x, y: ufunc(x, y)
+        return lambda ctx, x, y: fn(x, y)
 
     return factory
 

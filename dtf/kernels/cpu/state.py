@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtf.framework import dtypes, errors
+from dtf.framework import dtypes, errors, os_errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels.registry import register_kernel
 from dtf.runtime import checkpoint_io
@@ -324,12 +324,12 @@ def save_v2(node):
         if len(names) != len(tensors):
             raise errors.InvalidArgumentError(
                 node.name, None, f"Got {len(names)} tensor names but {len(tensors)} tensors")
+        specs = _texts(slices)
         try:
-            checkpoint_io.write(_text(prefix), names, tensors)
-        except FileNotFoundError as e:
-            raise errors.NotFoundError(node.name, None, f"{e.strerror}: {e.filename}") from None
-        except PermissionError as e:
-            raise errors.PermissionDeniedError(node.name, None, f"{e.strerror}: {e.filename}") from None
+            checkpoint_io.write(_text(prefix), names, tensors,
+                                specs if any(specs) else None)
+        except OSError as e:  # disk full, read-only directory...: TF's class, path and OS message
+            raise os_errors.from_os_error(e, node_name=node.name) from None
 
     return compute
 
@@ -339,17 +339,15 @@ def restore_v2(node):
     want = node.attrs["dtypes"]
 
     def compute(ctx, prefix, names, slices):
-        prefix = _text(prefix)
-        index = checkpoint_io.read_index(prefix)
+        reader = checkpoint_io.open_reader(_text(prefix))
         out = []
-        for name, dt in zip(_texts(names), want):
-            arr = checkpoint_io.read_tensor(prefix, index, name)
-            stored = index["tensors"][name]["dtype"]
+        for name, spec, dt in zip(_texts(names), _texts(slices), want):
+            stored = reader.dtype_name(name)
             if stored != dt.name:
                 raise errors.InvalidArgumentError(
                     node.name, None, f"tensor_name = {name}; expected dtype {dt.name} does not "
                     f"equal original dtype {stored}")
-            out.append(arr)
+            out.append(reader.read_slice(name, spec) if spec else reader.read(name))
         return out[0] if len(out) == 1 else tuple(out)
 
     return compute
@@ -358,7 +356,10 @@ def restore_v2(node):
 @register_kernel("MergeV2Checkpoints", "CPU")
 def merge_v2_checkpoints(node):
     def compute(ctx, *inputs):
-        checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+        try:
+            checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+        except OSError as e:
+            raise os_errors.from_os_error(e, node_name=node.name) from None
 
     return compute
 
@@ -368,5 +369,20 @@ def sharded_filename(node):
     def compute(ctx, basename, shard, num_shards):
         return np.asarray(f"{_text(basename)}-{int(shard):05d}-of-{int(num_shards):05d}".encode(),
                           dtype=object)
+
+    return compute
+
+
+@register_kernel("CountUpTo", "CPU", dtypes=("int32", "int64"))
+def count_up_to(node):
+    limit = int(node.attrs["limit"])
+
+    def compute(ctx, ref):
+        with ref.lock:
+            old = ref.read()
+            if int(old) >= limit:
+                raise errors.OutOfRangeError(node.name, None, f"Reached limit of {limit}")
+            ref.value = np.asarray(old + 1, dtype=old.dtype)
+        return old
 
     return compute

@@ -21,6 +21,7 @@ HOST_RUN_ARRAY_OPS = (
     "Selu", "SeluGrad", "LRN", "LRNGrad",
     "Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound",
     "BroadcastArgs", "EnsureShape",
+    "ComputeAccidentalHits", "ParallelDynamicStitch", "SparseReorder", "SparseToDense",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -265,7 +265,9 @@ def _basic_index(x_shape, index, fn):
 @reference("StridedSlice")
 def _strided_slice(attrs, x, begin, end, strides):
     index = strided_slice_index(attrs, begin, end, strides)
-    return _basic_index(x.shape, index, lambda: np.array(x[index], copy=True))
+    # dtype=x.dtype: a scalar picked from a string (object) tensor would otherwise become
+    # a numpy bytes array, which drops trailing NUL bytes (a serialized record ends in some).
+    return _basic_index(x.shape, index, lambda: np.array(x[index], dtype=x.dtype, copy=True))
 
 
 @reference("StridedSliceGrad")

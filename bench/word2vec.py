@@ -1,0 +1,152 @@
+"""word2vec skip-gram step, dtf beside TensorFlow: vocabulary 100,000 x 128, batch 128,
+nce_loss with 64 negatives, the embedding table and NCE weights partitioned over 2 ps
+tasks, 2 workers training asynchronously (between-graph). The same code runs on both.
+
+    .venv/bin/python -m bench.word2vec [--steps 400] [--rounds 1] [--tf-python PATH] [--no-tf]
+
+Prints, per implementation, examples/s over the window from the first worker's start to
+the last one's end, and each ps task's resident memory (VmRSS) when idle and after
+training, next to the table bytes it holds. A worker: ``python -m bench.word2vec --worker
+--impl dtf|tf --cluster_spec=... --task_index=N --steps N`` (prints @@READY, waits for a
+line on stdin, trains, prints @@RESULT {json}).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+VOCABULARY, DIM, BATCH, NEGATIVES, PS_TASKS, WORKERS = 100_000, 128, 128, 64, 2, 2
+
+
+def build(tf, task_index, cluster):
+    """The skip-gram model under replica_device_setter; (train_op, global_step, feeds)."""
+    with tf.device(tf.train.replica_device_setter(
+            worker_device=f"/job:worker/task:{task_index}", cluster=cluster)):
+        global_step = tf.train.get_or_create_global_step()
+        inputs = tf.placeholder(tf.int64, [BATCH])
+        labels = tf.placeholder(tf.int64, [BATCH, 1])
+        shards = tf.fixed_size_partitioner(PS_TASKS)
+        emb = tf.get_variable("embeddings", [VOCABULARY, DIM], partitioner=shards,
+                              initializer=tf.random_uniform_initializer(-1.0, 1.0))
+        nce_w = tf.get_variable("nce_weights", [VOCABULARY, DIM], partitioner=shards,
+                                initializer=tf.truncated_normal_initializer(stddev=DIM ** -0.5))
+        nce_b = tf.get_variable("nce_biases", [VOCABULARY], initializer=tf.zeros_initializer())
+        embed = tf.nn.embedding_lookup(emb, inputs, partition_strategy="div")
+        loss = tf.reduce_mean(tf.nn.nce_loss(nce_w, nce_b, labels, embed, NEGATIVES, VOCABULARY,
+                                             partition_strategy="div"))
+        train_op = tf.train.GradientDescentOptimizer(1.0).minimize(loss, global_step=global_step)
+    return train_op, global_step, inputs, labels
+
+
+def worker(args):
+    from bench.impl import load
+    from bench.tf_server import parse_cluster
+    from bench.train_worker import async_session
+
+    tf = load(args.impl)
+    cluster = tf.train.ClusterSpec(parse_cluster(args.cluster_spec))
+    server = tf.train.Server(cluster, job_name="worker", task_index=args.task_index)
+    train_op, global_step, inputs, labels = build(tf, args.task_index, cluster)
+    config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{args.task_index}"])
+    sess = async_session(tf, server, config, args.task_index == 0)
+    rng = np.random.default_rng(args.task_index)
+    batches = [(rng.integers(0, VOCABULARY, BATCH), rng.integers(0, VOCABULARY, (BATCH, 1)))
+               for _ in range(16)]
+    print("@@READY", flush=True)
+    sys.stdin.readline()
+    start, local_steps, step = time.time(), 0, 0
+    while step < args.steps:
+        centers, contexts = batches[local_steps % len(batches)]
+        _, step = sess.run([train_op, global_step], {inputs: centers, labels: contexts})
+        local_steps += 1
+    end = time.time()
+    print("@@RESULT " + json.dumps({"start": start, "end": end, "local_steps": local_steps}),
+          flush=True)
+    os._exit(0)
+
+
+def _rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def run_once(impl, python, steps):
+    from bench.cluster import REPO, Cluster, quiet_env, stop_process, wait_for_output
+    from bench.training import _collect
+
+    cluster = Cluster(impl, {"ps": PS_TASKS, "worker": WORKERS}, python=python)
+    log_dir = tempfile.mkdtemp(prefix=f"bench-w2v-{impl}-")
+    procs, notes = [], []
+    try:
+        cluster.start_jobs("ps")
+        ps_pids = [p.pid for p in cluster.procs]
+        idle = [_rss_mb(pid) for pid in ps_pids]
+        for i in range(WORKERS):
+            log_path = os.path.join(log_dir, f"worker-{i}.log")
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen(
+                    [python, "-m", "bench.word2vec", "--worker", f"--impl={impl}",
+                     f"--cluster_spec={cluster.flags_spec}", f"--task_index={i}",
+                     f"--steps={steps}"], stdin=subprocess.PIPE, stdout=log,
+                    stderr=subprocess.STDOUT, cwd=REPO, env=quiet_env(), text=True)
+            procs.append((proc, log_path))
+            wait_for_output(proc, log_path, "@@READY", 300.0, f"{impl} worker {i}")
+        for proc, _ in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = _collect(procs, 600.0, 30.0, notes, impl)
+        trained = [_rss_mb(pid) for pid in ps_pids]
+    finally:
+        for proc, _ in procs:
+            stop_process(proc, grace_s=2.0)
+        cluster.stop()
+    if not results:
+        raise RuntimeError(f"no {impl} worker finished: {notes}")
+    window = max(r["end"] for r in results) - min(r["start"] for r in results)
+    examples = sum(r["local_steps"] for r in results) * BATCH
+    return {"examples_s": examples / window, "ps_rss_idle_mb": idle,
+            "ps_rss_trained_mb": trained, "notes": notes}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--worker", action="store_true")
+    p.add_argument("--impl", choices=("dtf", "tf"))
+    p.add_argument("--cluster_spec")
+    p.add_argument("--task_index", type=int, default=0)
+    p.add_argument("--steps", type=int, default=400, help="global steps per run")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--tf-python", default=os.environ.get("DTF_BENCH_TF_PYTHON"))
+    p.add_argument("--no-tf", action="store_true")
+    args = p.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    impls = {"dtf": sys.executable}
+    if not args.no_tf and args.tf_python:
+        impls["tf"] = args.tf_python
+    table_mb = 2 * VOCABULARY * DIM * 4 / PS_TASKS / 2 ** 20 + VOCABULARY * 4 / 2 ** 20 / PS_TASKS
+    print(f"table bytes per ps task: about {table_mb:.1f} MiB (embeddings and NCE weights, "
+          f"half each; biases on one task)")
+    for r in range(args.rounds):
+        for impl, python in (impls.items() if r % 2 == 0 else reversed(impls.items())):
+            out = run_once(impl, python, args.steps)
+            print(f"{impl}: {out['examples_s']:.0f} examples/s; ps RSS idle "
+                  f"{[round(m) for m in out['ps_rss_idle_mb']]} MiB, after training "
+                  f"{[round(m) for m in out['ps_rss_trained_mb']]} MiB"
+                  + (f"; notes: {out['notes']}" if out["notes"] else ""), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

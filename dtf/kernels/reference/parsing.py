@@ -1,0 +1,284 @@
+"""Reference semantics of Example parsing, DecodeRaw and MatchingFiles."""
+from __future__ import annotations
+
+import glob
+
+import numpy as np
+
+from dtf.framework import errors
+from dtf.io import parsing_ops  # noqa: F401  (the op definitions, wherever kernels load)
+from dtf.io.example_wire import BYTES, FLOAT, INT64, DecodeError, example_features
+from .table import reference
+
+_KIND_OF = {"float32": FLOAT, "int64": INT64, "string": BYTES}
+_KIND_NAME = {FLOAT: "float", INT64: "int64", BYTES: "string", 0: "empty"}
+
+
+def _record_bytes(v):
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _values(key, dtype, kind, values, want, variable, index):
+    expected = _KIND_OF[dtype.name]
+    if kind not in (0, expected):
+        raise errors.InvalidArgumentError(
+            None, None, f"Name: <unknown>, Feature: {key} (data type: {_KIND_NAME[expected]}) "
+            f"is required but has data type {_KIND_NAME[kind]} (example {index}): "
+            "Data types don't match.")
+    if dtype.name == "string":
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = [bytes(v) for v in values]
+    else:
+        arr = np.asarray(values, dtype=dtype.as_numpy_dtype)
+    size = _size(want)
+    if variable:
+        if arr.size % max(size, 1):
+            raise errors.InvalidArgumentError(
+                None, None, f"Name: <unknown>, Key: {key}, Index: {index}.  Number of values is "
+                f"not a multiple of the inner shape {want}: {arr.size}")
+        return arr.reshape([-1] + list(want))
+    if arr.size != size:
+        raise errors.InvalidArgumentError(
+            None, None, f"Name: <unknown>, Key: {key}, Index: {index}.  Number of "
+            f"{_KIND_NAME[expected]} values != expected.  Values size: {arr.size} but output "
+            f"shape: {list(want)}")
+    return arr.reshape(want)
+
+
+def _parse(attrs, serialized, defaults, single):
+    records = [serialized.item() if isinstance(serialized, np.ndarray) else serialized] if single \
+        else list(np.asarray(serialized, dtype=object).reshape(-1))
+    keys, types, shapes = attrs["dense_keys"], attrs["Tdense"], attrs["dense_shapes"]
+    variable = attrs["variable"]
+    sparse_keys, sparse_types = attrs.get("sparse_keys", []), attrs.get("sparse_types", [])
+    columns = [[] for _ in keys]
+    sparse_columns = [[] for _ in sparse_keys]
+    for index, record in enumerate(records):
+        try:
+            feats = example_features(_record_bytes(record))
+        except DecodeError as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"Could not parse example input (example {index}): {e}") from None
+        for i, key in enumerate(sparse_keys):
+            found = feats.get(key)
+            sparse_columns[i].append(
+                _values(key, sparse_types[i], *found, [], True, index) if found is not None
+                else _values(key, sparse_types[i], 0, [], [], True, index))
+        for i, key in enumerate(keys):
+            found = feats.get(key)
+            if found is None:
+                default = np.asarray(defaults[i])
+                if variable[i]:
+                    columns[i].append(np.zeros([0] + list(shapes[i]), default.dtype))
+                    continue
+                if default.size == 0 and _size(shapes[i]) != 0:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Feature: {key} (data type: {types[i].name}) is required but "
+                        "could not be found.")
+                columns[i].append(default.reshape(shapes[i]))
+                continue
+            columns[i].append(_values(key, types[i], *found, shapes[i], variable[i], index))
+    out = _sparse_outputs(sparse_columns, sparse_types, single)
+    if single and not any(variable):
+        out += [col[0] for col in columns]
+        return tuple(out) if len(out) != 1 else out[0]
+    for i, col in enumerate(columns):
+        if variable[i]:
+            longest = max((c.shape[0] for c in col), default=0)
+            pad = np.asarray(defaults[i]).reshape(-1)[0] if np.size(defaults[i]) else 0
+            padded = np.full([len(col), longest] + list(shapes[i]), pad,
+                             dtype=object if types[i].name == "string" else types[i].as_numpy_dtype)
+            for k, c in enumerate(col):
+                padded[k, :c.shape[0]] = c
+            col = padded
+        else:
+            col = np.stack(col) if col else np.zeros([0] + list(shapes[i]),
+                                                     object if types[i].name == "string"
+                                                     else types[i].as_numpy_dtype)
+        out.append(col[0] if single else col.reshape(np.shape(serialized) + col.shape[1:]))
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+def _sparse_outputs(sparse_columns, sparse_types, single):
+    """Per VarLenFeature (in TF's order: all indices, all values, all dense shapes): the
+    position of each value, as [example, j] in a batch or [j] in a single example."""
+    indices, values, shapes = [], [], []
+    for col, dtype in zip(sparse_columns, sparse_types):
+        lengths = [len(c) for c in col]
+        j = np.concatenate([np.arange(n) for n in lengths]).astype(np.int64) if col else \
+            np.zeros([0], np.int64)
+        if single:
+            indices.append(j.reshape(-1, 1))
+            shapes.append(np.asarray([lengths[0]], np.int64))
+        else:
+            rows = np.repeat(np.arange(len(col), dtype=np.int64), lengths)
+            indices.append(np.stack([rows, j], axis=1))
+            shapes.append(np.asarray([len(col), max(lengths, default=0)], np.int64))
+        values.append(np.concatenate(col) if col else
+                      np.zeros([0], object if dtype.name == "string" else dtype.as_numpy_dtype))
+    return indices + values + shapes
+
+
+@reference("ParseExample")
+def parse_example(attrs, serialized, *defaults):
+    return _parse(attrs, serialized, defaults, single=False)
+
+
+@reference("ParseSingleExample")
+def parse_single_example(attrs, serialized, *defaults):
+    return _parse(attrs, serialized, defaults, single=True)
+
+
+def _list_values(feature):
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return 0, []
+    return {"bytes_list": BYTES, "float_list": FLOAT, "int64_list": INT64}[kind], \
+        list(getattr(feature, kind).value)
+
+
+@reference("ParseSingleSequenceExample")
+def parse_single_sequence_example(attrs, serialized, *context_defaults):
+    from dtf.io.example_pb import SequenceExample
+    from dtf.framework.protowire import DecodeError as ProtoDecodeError
+
+    record = _record_bytes(serialized.item() if isinstance(serialized, np.ndarray) else serialized)
+    try:
+        ex = SequenceExample.FromString(record)
+    except ProtoDecodeError as e:
+        raise errors.InvalidArgumentError(None, None, f"Could not parse example input: {e}") from None
+    out = []
+    context = ex.context.feature
+    for key, dtype, shape, default in zip(attrs["context_keys"], attrs["Tcontext"],
+                                          attrs["context_shapes"], context_defaults):
+        if key not in context:
+            default = np.asarray(default)
+            if default.size == 0 and _size(shape) != 0:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Feature: {key} (data type: {dtype.name}) is required but could "
+                    "not be found.")
+            out.append(default.reshape(shape))
+            continue
+        out.append(_values(key, dtype, *_list_values(context[key]), shape, False, 0))
+    lists = ex.feature_lists.feature_list
+    for key, dtype, shape, allow in zip(attrs["sequence_keys"], attrs["Tsequence"],
+                                        attrs["sequence_shapes"], attrs["sequence_allow_missing"]):
+        empty = np.zeros([0] + list(shape), object if dtype.name == "string" else dtype.as_numpy_dtype)
+        if key not in lists:
+            if not allow:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Name: <unknown>, Feature list '{key}' is required but could not "
+                    "be found.  Did you mean to include it in feature_list_dense_missing_assumed_empty "
+                    "or feature_list_dense_defaults?")
+            out.append(empty)
+            continue
+        steps = [_values(key, dtype, *_list_values(f), shape, False, t)
+                 for t, f in enumerate(lists[key].feature)]
+        out.append(np.stack(steps) if steps else empty)
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+def _csv_fields(line, delim, quotes, where):
+    import csv
+
+    try:
+        rows = list(csv.reader([line], delimiter=delim, quoting=csv.QUOTE_MINIMAL if quotes
+                               else csv.QUOTE_NONE, strict=True))
+    except csv.Error as e:
+        raise errors.InvalidArgumentError(None, None, f"Unquoted fields cannot have quotes/CRLFs "
+                                          f"inside ({where}): {e}") from None
+    return rows[0] if rows else [""]
+
+
+def _csv_value(field, dtype, default, col, index):
+    if dtype.name == "string":
+        return field.encode()
+    try:
+        if dtype.is_integer:
+            return int(field)
+        return float(field)
+    except ValueError:
+        kind = "int" if dtype.is_integer else "float"
+        raise errors.InvalidArgumentError(
+            None, None, f"Field {col} in record {index} is not a valid {kind}: {field}") from None
+
+
+@reference("DecodeCSV")
+def decode_csv(attrs, records, *defaults):
+    delim, quotes, na = attrs["field_delim"], attrs["use_quote_delim"], attrs.get("na_value", "")
+    select = attrs.get("select_cols") or None
+    types = attrs["OUT_TYPE"]
+    flat = [r.decode() if isinstance(r, bytes) else str(r)
+            for r in np.asarray(records, dtype=object).reshape(-1)]
+    columns = [[] for _ in types]
+    for index, line in enumerate(flat):
+        fields = _csv_fields(line, delim, quotes, f"record {index}")
+        if select is not None:
+            if len(fields) <= select[-1]:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Expect {select[-1] + 1} fields but have {len(fields)} in record {index}")
+            fields = [fields[c] for c in select]
+        elif len(fields) != len(types):
+            raise errors.InvalidArgumentError(
+                None, None, f"Expect {len(types)} fields but have {len(fields)} in record {index}")
+        for col, (field, dtype, default) in enumerate(zip(fields, types, defaults)):
+            default = np.asarray(default).reshape(-1)
+            if field == "" or field == na:
+                if default.size == 0:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Field {col} is required but missing in record {index}!")
+                columns[col].append(default[0])
+            else:
+                columns[col].append(_csv_value(field, dtype, default, col, index))
+    shape = np.shape(records)
+    out = []
+    for col, dtype in zip(columns, types):
+        arr = np.empty(len(col), dtype=object) if dtype.name == "string" else None
+        if arr is not None:
+            arr[:] = col
+        else:
+            arr = np.asarray(col, dtype=dtype.as_numpy_dtype)
+        out.append(arr.reshape(shape))
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+@reference("DecodeRaw")
+def decode_raw(attrs, data):
+    dtype = np.dtype(attrs["out_type"].as_numpy_dtype)
+    dtype = dtype.newbyteorder("<" if attrs.get("little_endian", True) else ">")
+    if np.ndim(data) == 0:  # one string: no joining
+        b = _record_bytes(data.item() if isinstance(data, np.ndarray) else data)
+        if len(b) % dtype.itemsize:
+            raise errors.InvalidArgumentError(
+                None, None, f"Input to DecodeRaw has length {len(b)} that is not a multiple of "
+                f"{dtype.itemsize}, the size of {attrs['out_type'].name}")
+        return np.frombuffer(b, dtype=dtype).astype(dtype.newbyteorder("="), copy=False)
+    flat = [_record_bytes(v) for v in np.asarray(data, dtype=object).reshape(-1)]
+    size = len(flat[0]) if flat else 0
+    for i, b in enumerate(flat):
+        if len(b) % dtype.itemsize:
+            raise errors.InvalidArgumentError(
+                None, None, f"Input to DecodeRaw has length {len(b)} that is not a multiple of "
+                f"{dtype.itemsize}, the size of {attrs['out_type'].name}")
+        if len(b) != size:
+            raise errors.InvalidArgumentError(
+                None, None, f"DecodeRaw requires input strings to all be the same size, but "
+                f"element {i} has size {len(b)} != {size}")
+    n = size // dtype.itemsize
+    out = np.frombuffer(b"".join(flat), dtype=dtype).astype(dtype.newbyteorder("="), copy=False)
+    return out.reshape(np.shape(data) + (n,))
+
+
+@reference("MatchingFiles")
+def matching_files(attrs, pattern):
+    names = set()
+    for p in np.asarray(pattern, dtype=object).reshape(-1):
+        names.update(glob.glob(p.decode() if isinstance(p, bytes) else str(p)))
+    return np.asarray([n.encode() for n in sorted(names)], dtype=object).reshape(-1)

@@ -1,0 +1,136 @@
+"""Embeddings on parameter servers: a table partitioned over two ps tasks, trained by a
+worker with sparse updates. Only the looked-up rows change, only they cross the network
+(counted from the step stats' receives), and a checkpoint restores onto a different number
+of ps tasks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dtf as tf
+
+pytestmark = pytest.mark.cluster
+
+ROWS, DIM = 20000, 16
+
+
+def _model(cluster_spec, num_ps, optimizer):
+    setter = tf.train.replica_device_setter(ps_tasks=num_ps, worker_device="/job:worker/task:0",
+                                            cluster=cluster_spec)
+    with tf.device(setter):
+        emb = tf.get_variable("emb", [ROWS, DIM], initializer=tf.random_uniform_initializer(-1, 1),
+                              partitioner=tf.fixed_size_partitioner(2))
+        ids = tf.placeholder(tf.int64, [None], name="ids")
+        # "div": a PartitionedVariable's shards hold contiguous rows.
+        rows = tf.nn.embedding_lookup(emb, ids, partition_strategy="div")
+        loss = tf.reduce_sum(tf.square(rows - 1.0))
+        train = optimizer.minimize(loss)
+    return emb, ids, loss, train
+
+
+def _received_elements(run_metadata):
+    """Elements each task received in the step, by device (from its _Recv nodes)."""
+    per_device = {}
+    for dev in run_metadata.step_stats.dev_stats:
+        n = sum(int(np.prod(s.output_shapes[0])) for s in dev.node_stats
+                if s.timeline_label.endswith("= _Recv()") and s.output_shapes)
+        per_device[dev.device] = per_device.get(dev.device, 0) + n
+    return per_device
+
+
+def test_sharded_table_trains_touched_rows_only_and_moves_only_them(make_cluster):
+    cl = make_cluster(ps=2, worker=1).start_all()
+    emb, ids, loss, train = _model(cl.cluster_spec(), 2,
+                                   tf.train.AdagradOptimizer(0.5))
+    shards = list(emb)
+    assert [v.op.name for v in shards] == ["emb/part_0", "emb/part_1"]
+    assert [v.device for v in shards] == ["/job:ps/task:0", "/job:ps/task:1"]
+    touched = np.array([3, 17, 10001, 19999, 3, 250], np.int64)
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    with tf.Session(cl.target("worker", 0)) as sess:
+        sess.run(tf.global_variables_initializer())
+        before = np.concatenate(sess.run(shards))
+        first = sess.run(loss, {ids: touched})
+        moved = []
+        for n in (6, 12, 24):
+            batch = np.resize(touched, n)
+            meta = tf.RunMetadata()
+            sess.run(train, {ids: batch}, options=options, run_metadata=meta)
+            moved.append(_received_elements(meta))
+        assert sess.run(loss, {ids: touched}) < first
+        after = np.concatenate(sess.run(shards))
+    changed = np.flatnonzero(np.any(after != before, axis=1))
+    assert changed.tolist() == sorted(set(touched.tolist()))
+    # Each step moves the looked-up rows each way plus ids and shapes: a few hundred
+    # elements per id at most, never the 320,000-element table, and it grows with the ids.
+    totals = [sum(m.values()) for m in moved]
+    for n, total in zip((6, 12, 24), totals):
+        assert 2 * n * DIM <= total <= 4 * n * DIM + 64, (n, moved)
+    assert totals[0] < totals[1] < totals[2]
+    ps_devices = [d for d in moved[0] if "/job:ps/" in d]
+    assert ps_devices and all(moved[0][d] < ROWS for d in ps_devices), moved[0]
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_partitioned_checkpoint_restores_onto_a_different_number_of_ps_tasks(make_cluster,
+                                                                            tmp_path, sharded):
+    two = make_cluster(ps=2, worker=1).start_all()
+    with tf.Graph().as_default():
+        emb, ids, loss, train = _model(two.cluster_spec(), 2,
+                                       tf.train.GradientDescentOptimizer(0.1))
+        saver = tf.train.Saver(sharded=sharded)
+        with tf.Session(two.target("worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train, {ids: [1, 2, 19998]})
+            saved = np.concatenate(sess.run(list(emb)))
+            path = saver.save(sess, str(tmp_path / "emb.ckpt"))
+    assert dict(tf.train.list_variables(path))["emb"] == [ROWS, DIM]
+    one = make_cluster(ps=1, worker=1).start_all()
+    with tf.Graph().as_default():
+        setter = tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0",
+                                                cluster=one.cluster_spec())
+        with tf.device(setter):
+            emb3 = tf.get_variable("emb", [ROWS, DIM], partitioner=tf.fixed_size_partitioner(3))
+        saver = tf.train.Saver()
+        with tf.Session(one.target("worker", 0)) as sess:
+            saver.restore(sess, path)
+            restored = sess.run(tf.convert_to_tensor(emb3))
+    assert [v.op.name for v in emb3] == ["emb/part_0", "emb/part_1", "emb/part_2"]
+    np.testing.assert_array_equal(restored, saved)
+
+
+def test_word2vec_example_trains_a_table_partitioned_over_both_ps(make_cluster):
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.cluster.conftest import REPO
+
+    cl = make_cluster(ps=2, worker=2).start_all()
+    procs = []
+    for i in (0, 1):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(
+            {"cluster": cl.jobs, "task": {"type": "worker", "index": i}, "rpc_layer": "grpc"}))
+        env.pop("DTF_PROGRESS", None)
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "examples", "word2vec_skipgram.py"),
+             "--vocabulary_size=2000", "--embedding_size=32", "--last_step=300",
+             "--report_steps=30"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    outs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            pytest.fail(f"word2vec worker did not finish:\n{out}")
+        assert p.returncode == 0, out
+        outs.append(out)
+    assert "on /job:ps/task:0" in outs[0] and "on /job:ps/task:1" in outs[0], outs[0]
+    for out in outs:
+        first, last = map(float, re.search(r"first \d+ ([\d.]+), of the last \d+ ([\d.]+)",
+                                           out).groups())
+        assert last < 0.8 * first, out

@@ -124,6 +124,10 @@ SAVER_SCRIPT = textwrap.dedent("""
             saver.restore(sess, latest)
         else:
             sess.run(tf.global_variables_initializer())
+        # Ready once a save has completed, so each kill lands inside one of the saves that
+        # follow it, however slow this machine's start-up is.
+        sess.run(bump)
+        saver.save(sess, ckpt_dir + "/model", global_step=int(sess.run(step)))
         print("ready", flush=True)
         while True:
             sess.run(bump)

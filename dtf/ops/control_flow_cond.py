@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes as _dtypes
 from dtf.framework import ops as _ops
+from dtf.framework.nest import is_namedtuple
 from dtf.framework.op_registry import RegisterGradient
 from dtf.framework.tensor_shape import TensorShape
 
@@ -104,7 +105,7 @@ def _build_if(pred, fns, scope, strict, fn_names):
 
 
 def _unpack_singleton(x):
-    if isinstance(x, (list, tuple)) and len(x) == 1 and not cfg._is_namedtuple(x):
+    if isinstance(x, (list, tuple)) and len(x) == 1 and not is_namedtuple(x):
         return x[0]
     return x
 

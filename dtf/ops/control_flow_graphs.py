@@ -9,6 +9,7 @@ from dtf.framework import dtypes as _dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.func_graph import BY_REF, HISTORY, FuncGraph, ref_kind
 from dtf.framework.graph_def import node_def_of
+from dtf.framework.nest import Nest
 from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import as_shape
 
@@ -35,62 +36,17 @@ def built_info(op):
     return info
 
 
-# -- nested structures (TF's nest) ---------------------------------------------------------
-def _is_namedtuple(x):
-    return isinstance(x, tuple) and hasattr(x, "_fields")
-
-
-def is_sequence(x) -> bool:
-    return isinstance(x, (list, tuple, dict))
-
-
-def flatten(structure) -> list:
-    if isinstance(structure, dict):
-        return [leaf for k in sorted(structure) for leaf in flatten(structure[k])]
-    if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in flatten(item)]
-    return [structure]
-
-
-def pack_sequence_as(structure, flat):
-    flat = list(flat)
-    packed, used = _pack(structure, flat, 0)
-    if used != len(flat):
-        raise ValueError(f"Structure had {used} elements, but flat_sequence had {len(flat)}")
-    return packed
-
-
-def _pack(structure, flat, i):
-    if isinstance(structure, dict):
-        out = {}
-        for k in sorted(structure):
-            out[k], i = _pack(structure[k], flat, i)
-        return type(structure)((k, out[k]) for k in structure), i
-    if isinstance(structure, (list, tuple)):
-        items = []
-        for item in structure:
-            v, i = _pack(item, flat, i)
-            items.append(v)
-        if _is_namedtuple(structure):
-            return type(structure)(*items), i
-        return type(structure)(items), i
-    return flat[i], i + 1
+# -- nested structures (TF's nest: lists nest too) -----------------------------------------
+_NEST = Nest((list, tuple, dict))
+is_sequence = _NEST.is_sequence
+flatten = _NEST.flatten
+pack_sequence_as = _NEST.pack_sequence_as
 
 
 def assert_same_structure(a, b, what):
-    if not _same(a, b):
+    if not _NEST.same_structure(a, b):
         raise ValueError(f"{what} don't have the same nested structure.\n\nFirst structure: {a!r}"
                          f"\n\nSecond structure: {b!r}")
-
-
-def _same(a, b):
-    if isinstance(a, dict) or isinstance(b, dict):
-        return (isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b)
-                and all(_same(a[k], b[k]) for k in a))
-    if is_sequence(a) or is_sequence(b):
-        return (is_sequence(a) and is_sequence(b) and len(a) == len(b)
-                and all(_same(x, y) for x, y in zip(a, b)))
-    return True
 
 
 # -- bodies ----------------------------------------------------------------------------------

@@ -57,6 +57,17 @@ def _check_hooks_type(hooks):
     return hooks
 
 
+def _check_listeners_type(saving_listeners):
+    from dtf.train.basic_session_run_hooks import CheckpointSaverListener
+
+    saving_listeners = list(saving_listeners or [])
+    for listener in saving_listeners:
+        if not isinstance(listener, CheckpointSaverListener):
+            raise TypeError("saving_listeners must be a list of CheckpointSaverListener, given: "
+                            f"{listener}")
+    return saving_listeners
+
+
 def _load_global_step_from_checkpoint_dir(checkpoint_dir):
     from dtf.train.saver import NewCheckpointReader, latest_checkpoint
 
@@ -237,8 +248,6 @@ class Estimator:
                 "Train has been called wrong configuration. Please use "
                 "tf.estimator.train_and_evaluate which calls proper API according to given "
                 f"configuration. Current configuration: {self._config}.")
-        if saving_listeners:
-            raise NotImplementedError("Estimator.train: saving_listeners is not supported by dtf")
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
         if steps is not None and steps <= 0:
@@ -252,11 +261,11 @@ class Estimator:
         hooks = _check_hooks_type(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(StopAtStepHook(steps, max_steps))
-        loss = self._train_model(input_fn, hooks)
+        loss = self._train_model(input_fn, hooks, _check_listeners_type(saving_listeners))
         log.info("Loss for final step: %s.", loss)
         return self
 
-    def _train_model(self, input_fn, hooks):
+    def _train_model(self, input_fn, hooks, saving_listeners):
         from dtf.estimator import training_loop
 
         with _ops.Graph().as_default() as g, g.device(self._device_fn):
@@ -264,7 +273,8 @@ class Estimator:
             features, labels, input_hooks = parse_input_fn_result(
                 self._call_input_fn(input_fn, ModeKeys.TRAIN))
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
-            return training_loop.train_with_spec(self, spec, input_hooks + hooks, global_step)
+            return training_loop.train_with_spec(self, spec, input_hooks + hooks, global_step,
+                                                 saving_listeners)
 
     # ---- evaluate ----
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):

@@ -110,7 +110,7 @@ def _get_global_id_in_cluster(cluster_spec, task_type, task_id, chief_task_type)
 _REPLACEABLE = ("model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
                 "save_checkpoints_secs", "session_config", "keep_checkpoint_max",
                 "keep_checkpoint_every_n_hours", "log_step_count_steps", "device_fn",
-                "session_creation_timeout_secs")
+                "session_creation_timeout_secs", "experimental_max_worker_delay_secs")
 
 # name -> (predicate on a non-None value, TF's message)
 _VALIDATIONS = {
@@ -123,6 +123,9 @@ _VALIDATIONS = {
     "log_step_count_steps": (lambda n: n > 0, "log_step_count_steps should be > 0"),
     "tf_random_seed": (lambda s: isinstance(s, int), "tf_random_seed must be integer."),
     "session_creation_timeout_secs": (lambda t: t > 0, "session_creation_timeout_secs should be > 0"),
+    "experimental_max_worker_delay_secs": (lambda s: isinstance(s, int) and s >= 0,
+                                           "experimental_max_worker_delay_secs must be an integer "
+                                           "if set."),
     "device_fn": (lambda fn: callable(fn) and set(inspect.signature(fn).parameters) == {"op"},
                   'device_fn must be callable with exactly one argument "op".'),
 }
@@ -147,9 +150,7 @@ class RunConfig:
                  experimental_max_worker_delay_secs=None, session_creation_timeout_secs=7200):
         for name, value in (("train_distribute", train_distribute), ("protocol", protocol),
                             ("eval_distribute", eval_distribute),
-                            ("experimental_distribute", experimental_distribute),
-                            ("experimental_max_worker_delay_secs",
-                             experimental_max_worker_delay_secs)):
+                            ("experimental_distribute", experimental_distribute)):
             if value is not None:
                 raise NotImplementedError(f"RunConfig: {name} is not supported by dtf")
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
@@ -170,7 +171,8 @@ class RunConfig:
                   keep_checkpoint_max=keep_checkpoint_max,
                   keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
                   log_step_count_steps=log_step_count_steps, device_fn=device_fn,
-                  session_creation_timeout_secs=session_creation_timeout_secs)
+                  session_creation_timeout_secs=session_creation_timeout_secs,
+                  experimental_max_worker_delay_secs=experimental_max_worker_delay_secs)
         self._init_distributed_setting(tf_config)
         if self._session_config is None and self._cluster_spec:
             self._session_config = self._default_session_config_distributed()

@@ -19,7 +19,7 @@ def _default_saver(config):
                  defer_build=True, save_relative_paths=True)
 
 
-def train_with_spec(estimator, spec, hooks, global_step):
+def train_with_spec(estimator, spec, hooks, global_step, saving_listeners=()):
     """Runs spec.train_op until a hook stops it; returns the last step's loss."""
     from dtf.summary import scalar
     from dtf.train import basic_session_run_hooks as basic
@@ -39,11 +39,20 @@ def train_with_spec(estimator, spec, hooks, global_step):
         _ops.add_to_collection(_ops.GraphKeys.SAVERS, _default_saver(config))
     chief_hooks = []
     all_hooks = worker_hooks + list(spec.training_chief_hooks)
-    if config.save_checkpoints_secs or config.save_checkpoints_steps:
-        if not any(isinstance(h, basic.CheckpointSaverHook) for h in all_hooks):
-            chief_hooks.append(basic.CheckpointSaverHook(
-                estimator.model_dir, save_secs=config.save_checkpoints_secs,
-                save_steps=config.save_checkpoints_steps, scaffold=spec.scaffold))
+    saver_hooks = [h for h in all_hooks if isinstance(h, basic.CheckpointSaverHook)]
+    if (config.save_checkpoints_secs or config.save_checkpoints_steps) and not saver_hooks:
+        chief_hooks.append(basic.CheckpointSaverHook(
+            estimator.model_dir, save_secs=config.save_checkpoints_secs,
+            save_steps=config.save_checkpoints_steps, scaffold=spec.scaffold))
+        saver_hooks = chief_hooks[:]
+    if saving_listeners:
+        if not saver_hooks:
+            raise ValueError(
+                "There should be a CheckpointSaverHook to use saving_listeners. Please set one of "
+                "the RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.")
+        for listener in saving_listeners:  # TF: the first saver hook gets them
+            if listener not in saver_hooks[0]._listeners:
+                saver_hooks[0]._listeners.append(listener)
     save_summary_steps = config.save_summary_steps
     log_step_count_steps = config.log_step_count_steps
     jobs = config.cluster_spec.jobs if config.cluster_spec else []

@@ -400,3 +400,61 @@ def test_numpy_input_fn_errors():
     for (x, y), error, message in cases:
         with tf.Graph().as_default(), pytest.raises(error, match=message):
             tf.estimator.inputs.numpy_input_fn(x, y, shuffle=False)()
+
+
+# ---- train_and_evaluate (local mode) ------------------------------------------------------
+def eval_steps_written(eval_dir):
+    steps = []
+    for f in sorted(os.listdir(eval_dir)):
+        for event in tf.train.summary_iterator(os.path.join(eval_dir, f)):
+            if any(v.tag == "loss" for v in event.summary.value):
+                steps.append(event.step)
+    return steps
+
+
+@pytest.mark.parametrize("throttle_secs, evaluated_at", [(0, [2, 4, 6]), (600, [2, 6])])
+def test_train_and_evaluate_locally(tmp_path, throttle_secs, evaluated_at):
+    est = make_estimator(tmp_path, save_checkpoints_steps=2)
+    eval_input = tf.estimator.inputs.numpy_input_fn({"x": X}, Y, batch_size=64, shuffle=False)
+    metrics, exports = tf.estimator.train_and_evaluate(
+        est, tf.estimator.TrainSpec(full_batch_input_fn, max_steps=6),
+        tf.estimator.EvalSpec(eval_input, steps=None, name="local", throttle_secs=throttle_secs))
+    # an evaluation follows each checkpoint but the initial one, at most one per
+    # throttle_secs, and always one of the final checkpoint
+    assert eval_steps_written(est.eval_dir("local")) == evaluated_at
+    w, b = numpy_gd(6)
+    assert metrics["global_step"] == 6 and exports == []
+    np.testing.assert_allclose(metrics["loss"], np.mean((X @ w + b - Y) ** 2), rtol=1e-5)
+
+
+def test_train_and_evaluate_spec_errors(tmp_path):
+    with pytest.raises(TypeError, match="`input_fn` must be callable"):
+        tf.estimator.TrainSpec(1)
+    with pytest.raises(ValueError, match="Must specify max_steps > 0, given: 0"):
+        tf.estimator.TrainSpec(full_batch_input_fn, max_steps=0)
+    with pytest.raises(ValueError, match="Must specify steps > 0, given: 0"):
+        tf.estimator.EvalSpec(full_batch_input_fn, steps=0)
+    with pytest.raises(ValueError, match="Must specify throttle_secs >= 0"):
+        tf.estimator.EvalSpec(full_batch_input_fn, throttle_secs=-1)
+    with pytest.raises(TypeError, match="`name` must be string"):
+        tf.estimator.EvalSpec(full_batch_input_fn, name=1)
+    with pytest.raises(NotImplementedError, match="exporters"):
+        tf.estimator.EvalSpec(full_batch_input_fn, exporters=[object()])
+    spec = tf.estimator.EvalSpec(full_batch_input_fn)
+    assert (spec.steps, spec.start_delay_secs, spec.throttle_secs) == (100, 120, 600)
+    est = make_estimator(tmp_path)
+    with pytest.raises(TypeError, match="`eval_spec` must have type `tf.estimator.EvalSpec`"):
+        tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(full_batch_input_fn), None)
+    with pytest.raises(ValueError, match="There should be a CheckpointSaverHook to use "
+                                         "saving_listeners"):
+        make_estimator(tmp_path, save_checkpoints_secs=None).train(
+            full_batch_input_fn, steps=1, saving_listeners=[tf.train.CheckpointSaverListener()])
+
+
+def test_only_one_evaluator_task(monkeypatch, tmp_path):
+    config = run_config_for(monkeypatch, {"cluster": CLUSTER,
+                                          "task": {"type": "evaluator", "index": 1}})
+    est = tf.estimator.Estimator(linear_model_fn, str(tmp_path), config=config, params={})
+    with pytest.raises(ValueError, match="there can only be one `evaluator` task"):
+        tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(full_batch_input_fn),
+                                        tf.estimator.EvalSpec(full_batch_input_fn))

@@ -10,7 +10,7 @@ import os
 import tempfile
 
 from dtf.estimator import run_config as _run_config
-from dtf.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
+from dtf.estimator.model_fn import EstimatorSpec, ModeKeys, validate_hooks
 from dtf.framework import ops as _ops
 
 __all__ = ["Estimator"]
@@ -48,13 +48,7 @@ def _verify_model_fn_args(model_fn, params):
 
 
 def _check_hooks_type(hooks):
-    from dtf.train.session_run_hook import SessionRunHook
-
-    hooks = list(hooks or [])
-    for h in hooks:
-        if not isinstance(h, SessionRunHook):
-            raise TypeError(f"Hooks must be a SessionRunHook, given: {h}")
-    return hooks
+    return list(validate_hooks(hooks, "Hooks must be a SessionRunHook, given: {}"))
 
 
 def _check_listeners_type(saving_listeners):

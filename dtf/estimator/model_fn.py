@@ -81,13 +81,14 @@ def _validate_predictions(predictions, mode):
     return predictions
 
 
-def _validate_hooks(hooks):
+def validate_hooks(hooks, message="All hooks must be SessionRunHook instances, given: {}"):
+    """hooks as a tuple; a TypeError (TF's message for the caller) for a non-hook."""
     from dtf.train.session_run_hook import SessionRunHook
 
     hooks = tuple(hooks or [])
     for hook in hooks:
         if not isinstance(hook, SessionRunHook):
-            raise TypeError(f"All hooks must be SessionRunHook instances, given: {hook}")
+            raise TypeError(message.format(hook))
     return hooks
 
 
@@ -134,10 +135,10 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
             cls, mode=mode, predictions=_validate_predictions(predictions, mode),
             loss=_validate_loss(loss, mode), train_op=_validate_train_op(train_op, mode),
             eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops), export_outputs=None,
-            training_chief_hooks=_validate_hooks(training_chief_hooks),
-            training_hooks=_validate_hooks(training_hooks), scaffold=_validate_scaffold(scaffold),
-            evaluation_hooks=_validate_hooks(evaluation_hooks),
-            prediction_hooks=_validate_hooks(prediction_hooks))
+            training_chief_hooks=validate_hooks(training_chief_hooks),
+            training_hooks=validate_hooks(training_hooks), scaffold=_validate_scaffold(scaffold),
+            evaluation_hooks=validate_hooks(evaluation_hooks),
+            prediction_hooks=validate_hooks(prediction_hooks))
 
     def _replace(self, **kwds):
         if "mode" in kwds and self.mode != kwds["mode"]:

@@ -61,8 +61,8 @@ def _validate_task_type_and_task_id(cluster_spec, task_env, chief_task_type):
     if task_type == TaskType.EVALUATOR:  # not part of the training cluster
         return task_type, task_id
     if task_type not in cluster_spec.jobs:
-        raise ValueError(f"{task_type} is not a valid task_type in the cluster_spec:\n{cluster_spec}"
-                         "\n\nNote that these values may be coming from the TF_CONFIG environment "
+        raise ValueError(f"{task_type} is not a valid task_type in the cluster_spec:\n"
+                         f"{cluster_spec}\n\nNote that these values may be coming from the TF_CONFIG environment "
                          "variable.")
     if not 0 <= task_id < len(cluster_spec.job_tasks(task_type)):
         raise ValueError(f"{task_id} is not a valid task_id for task_type {task_type} in the "
@@ -119,10 +119,12 @@ _VALIDATIONS = {
     "save_checkpoints_steps": (lambda s: s >= 0, "save_checkpoints_steps should be >= 0"),
     "save_checkpoints_secs": (lambda s: s >= 0, "save_checkpoints_secs should be >= 0"),
     "keep_checkpoint_max": (lambda k: k >= 0, "keep_checkpoint_max should be >= 0"),
-    "keep_checkpoint_every_n_hours": (lambda h: h > 0, "keep_checkpoint_every_n_hours should be > 0"),
+    "keep_checkpoint_every_n_hours": (lambda h: h > 0,
+                                      "keep_checkpoint_every_n_hours should be > 0"),
     "log_step_count_steps": (lambda n: n > 0, "log_step_count_steps should be > 0"),
     "tf_random_seed": (lambda s: isinstance(s, int), "tf_random_seed must be integer."),
-    "session_creation_timeout_secs": (lambda t: t > 0, "session_creation_timeout_secs should be > 0"),
+    "session_creation_timeout_secs": (lambda t: t > 0,
+                                      "session_creation_timeout_secs should be > 0"),
     "experimental_max_worker_delay_secs": (lambda s: isinstance(s, int) and s >= 0,
                                            "experimental_max_worker_delay_secs must be an integer "
                                            "if set."),

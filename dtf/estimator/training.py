@@ -9,6 +9,7 @@ import collections
 import logging
 import time
 
+from dtf.estimator.model_fn import validate_hooks
 from dtf.estimator.run_config import TaskType
 from dtf.train.basic_session_run_hooks import CheckpointSaverListener, SecondOrStepTimer
 
@@ -27,13 +28,7 @@ def _validate_input_fn(input_fn):
 
 
 def _validate_hooks(hooks):
-    from dtf.train.session_run_hook import SessionRunHook
-
-    hooks = tuple(hooks or [])
-    for hook in hooks:
-        if not isinstance(hook, SessionRunHook):
-            raise TypeError(f"All hooks must be `SessionRunHook` instances, given: {hook}")
-    return hooks
+    return validate_hooks(hooks, "All hooks must be `SessionRunHook` instances, given: {}")
 
 
 class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "hooks"])):

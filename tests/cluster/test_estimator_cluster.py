@@ -10,6 +10,7 @@ import numpy as np
 
 import dtf as tf
 from dtf.train.server import free_port
+from tests.cluster.test_training import _finish as finish_example
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -23,14 +24,9 @@ def _start(role, index, cluster, model_dir, max_steps):
                             stderr=subprocess.STDOUT, text=True)
 
 
-def _finish(proc, timeout=180):
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        raise AssertionError(f"{proc.args} did not finish in {timeout} s:\n{out}") from None
-    assert proc.returncode == 0, out
+def _finish(proc):
+    rc, out = finish_example(proc, timeout=180)
+    assert rc == 0, out
     return out
 
 

@@ -62,8 +62,8 @@ def _validate_task_type_and_task_id(cluster_spec, task_env, chief_task_type):
         return task_type, task_id
     if task_type not in cluster_spec.jobs:
         raise ValueError(f"{task_type} is not a valid task_type in the cluster_spec:\n"
-                         f"{cluster_spec}\n\nNote that these values may be coming from the TF_CONFIG environment "
-                         "variable.")
+                         f"{cluster_spec}\n\nNote that these values may be coming from the "
+                         "TF_CONFIG environment variable.")
     if not 0 <= task_id < len(cluster_spec.job_tasks(task_type)):
         raise ValueError(f"{task_id} is not a valid task_id for task_type {task_type} in the "
                          f"cluster_spec:\n{cluster_spec}\n\nNote that these values may be coming "

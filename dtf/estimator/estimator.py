@@ -12,6 +12,7 @@ import tempfile
 from dtf.estimator import run_config as _run_config
 from dtf.estimator.model_fn import EstimatorSpec, ModeKeys, validate_hooks
 from dtf.framework import ops as _ops
+from dtf.train.session_run_hook import SessionRunHook
 
 __all__ = ["Estimator"]
 
@@ -71,20 +72,17 @@ def _load_global_step_from_checkpoint_dir(checkpoint_dir):
         return 0
 
 
-class _DatasetInitializerHook:
+class _DatasetInitializerHook(SessionRunHook):
     """Initializes the iterator of an input_fn's Dataset once the session exists."""
 
-    def __new__(cls, iterator):
-        from dtf.train.session_run_hook import SessionRunHook
+    def __init__(self, iterator):
+        self._iterator = iterator
 
-        class Hook(SessionRunHook):
-            def begin(self):
-                self._initializer = iterator.initializer
+    def begin(self):
+        self._initializer = self._iterator.initializer
 
-            def after_create_session(self, session, coord):
-                session.run(self._initializer)
-
-        return Hook()
+    def after_create_session(self, session, coord):
+        session.run(self._initializer)
 
 
 def parse_input_fn_result(result):

@@ -7,6 +7,7 @@ import time
 
 from dtf.estimator.model_fn import LOSS_METRIC_KEY
 from dtf.framework import ops as _ops
+from dtf.train.session_run_hook import SessionRunArgs, SessionRunHook
 
 log = logging.getLogger("dtf")
 
@@ -102,43 +103,75 @@ def _get_or_create_eval_step():
         trainable=False, collections=[_ops.GraphKeys.LOCAL_VARIABLES, _ops.GraphKeys.EVAL_STEP])
 
 
-class _StopAfterNEvalsHook:
-    def __new__(cls, num_evals, evals_completed):
-        from dtf.train.session_run_hook import SessionRunArgs, SessionRunHook
+class _StopAfterNEvalsHook(SessionRunHook):
+    """Stops the evaluation after num_evals batches (read from the eval step)."""
 
-        class Hook(SessionRunHook):
-            """Stops the evaluation after num_evals batches (read from the eval step)."""
+    def __init__(self, num_evals, evals_completed):
+        self._num_evals = num_evals
+        self._evals_completed = evals_completed
 
-            def before_run(self, run_context):
-                return SessionRunArgs({"evals_completed": evals_completed})
+    def before_run(self, run_context):
+        return SessionRunArgs({"evals_completed": self._evals_completed})
 
-            def after_run(self, run_context, run_values):
-                if run_values.results["evals_completed"] >= num_evals:
-                    run_context.request_stop()
-
-        return Hook()
+    def after_run(self, run_context, run_values):
+        if run_values.results["evals_completed"] >= self._num_evals:
+            run_context.request_stop()
 
 
 def _write_dict_to_summary(output_dir, dictionary, current_global_step):
-    """Writes the scalar eval results as one Summary at current_global_step."""
+    """Writes the eval results as one Summary at current_global_step, by TF's rules: floats
+    and ints as scalars, arrays as tensors, bytes as serialized Summaries."""
     import numpy as np
 
+    from dtf.framework import dtypes
+    from dtf.kernels.cpu.summary_media import tensor_proto
     from dtf.summary.proto import Summary
-    from dtf.summary.writer import FileWriterCache
 
     summary = Summary()
-    for key in sorted(dictionary):
-        value = dictionary[key]
-        if key == "global_step":
+    for key, value in dictionary.items():
+        if value is None or key == "global_step":
             continue
-        if isinstance(value, (np.floating, float, np.integer, int)) or (
-                isinstance(value, np.ndarray) and value.size == 1):
+        if isinstance(value, (np.float32, float)):
             summary.value.add(tag=key, simple_value=float(value))
+        elif isinstance(value, (np.int64, np.int32, int)):
+            summary.value.add(tag=key, simple_value=int(value))
+        elif isinstance(value, bytes):
+            try:
+                parsed = Summary.FromString(value)
+            except Exception:  # noqa: BLE001 - TF skips what does not parse
+                log.warning("Skipping summary for %s, cannot parse string to Summary.", key)
+                continue
+            for i, v in enumerate(parsed.value):
+                v.tag = f"{key}/{i}"
+                summary.value.append(v)
+        elif isinstance(value, np.ndarray):
+            summary.value.add(tag=key, node_name=key,
+                              tensor=tensor_proto(value, dtypes.as_dtype(value.dtype)))
         else:
             log.warning("Skipping summary for %s, must be a float, np.float32, np.int64, "
-                        "np.int32 or int.", key)
+                        "np.int32 or int or np.ndarray or a serialized string of Summary.", key)
+    _add_summary(output_dir, summary, current_global_step)
+
+
+def _write_checkpoint_path_to_summary(output_dir, checkpoint_path, current_global_step):
+    """TF also records which checkpoint was evaluated, as a string tensor summary."""
+    import numpy as np
+
+    from dtf.framework import dtypes
+    from dtf.kernels.cpu.summary_media import tensor_proto
+    from dtf.summary.proto import Summary
+
+    summary = Summary()
+    summary.value.add(tag="checkpoint_path", tensor=tensor_proto(
+        np.array(checkpoint_path.encode("utf-8"), dtype=object), dtypes.string))
+    _add_summary(output_dir, summary, current_global_step)
+
+
+def _add_summary(output_dir, summary, step):
+    from dtf.summary.writer import FileWriterCache
+
     writer = FileWriterCache.get(output_dir)
-    writer.add_summary(summary, int(current_global_step))
+    writer.add_summary(summary, int(step))
     writer.flush()
 
 
@@ -188,4 +221,6 @@ def evaluate_with_spec(estimator, spec, hooks, steps, checkpoint_path, output_di
             sess.run(evals_completed)
     results = final_ops_hook.final_ops_values
     _write_dict_to_summary(output_dir, results, results["global_step"])
+    if checkpoint_path:
+        _write_checkpoint_path_to_summary(output_dir, checkpoint_path, results["global_step"])
     return results

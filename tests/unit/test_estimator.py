@@ -104,9 +104,13 @@ def test_evaluate_steps_name_and_summaries(tmp_path):
     for f in os.listdir(eval_dir):
         for event in tf.train.summary_iterator(str(eval_dir / f)):
             for v in event.summary.value:
-                tags[v.tag] = (event.step, v.simple_value)
-    assert tags["loss"][0] == 2 and set(tags) == {"loss", "mae"}
-    np.testing.assert_allclose(tags["loss"][1], results["loss"], rtol=1e-6)
+                tags[v.tag] = (event.step, v)
+    # the scalars, and (as TF) which checkpoint was evaluated, all at its global step
+    assert set(tags) == {"loss", "mae", "checkpoint_path"}
+    assert {step for step, _ in tags.values()} == {2}
+    np.testing.assert_allclose(tags["loss"][1].simple_value, results["loss"], rtol=1e-6)
+    assert list(tags["checkpoint_path"][1].tensor.string_val) == [
+        est.latest_checkpoint().encode()]
 
 
 def test_resume_from_model_dir_and_max_steps(tmp_path):
@@ -458,3 +462,24 @@ def test_only_one_evaluator_task(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="there can only be one `evaluator` task"):
         tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(full_batch_input_fn),
                                         tf.estimator.EvalSpec(full_batch_input_fn))
+
+
+def test_eval_summary_of_array_and_int_metrics(tmp_path):
+    def model_fn(features, labels, mode):
+        loss = tf.reduce_mean(features)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            "vec": (tf.constant([1.5, 2.5]), tf.no_op()),
+            "count": (tf.constant(3, tf.int64), tf.no_op())})
+
+    est = tf.estimator.Estimator(model_fn, str(tmp_path))
+    results = est.evaluate(lambda: (tf.constant([1.0, 3.0]), None), steps=1)
+    np.testing.assert_array_equal(results["vec"], [1.5, 2.5])
+    assert results["count"] == 3 and results["loss"] == 2.0 and results["global_step"] == 0
+    values = {}
+    for f in os.listdir(est.eval_dir()):
+        for event in tf.train.summary_iterator(os.path.join(est.eval_dir(), f)):
+            values.update({v.tag: v for v in event.summary.value})
+    assert set(values) == {"vec", "count", "loss"}  # no checkpoint: no checkpoint_path
+    assert values["count"].simple_value == 3.0
+    np.testing.assert_array_equal(
+        np.frombuffer(values["vec"].tensor.tensor_content, "<f4"), [1.5, 2.5])

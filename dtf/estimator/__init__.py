@@ -5,3 +5,4 @@ from dtf.estimator.estimator import Estimator  # noqa: F401
 from dtf.estimator.model_fn import EstimatorSpec, ModeKeys  # noqa: F401
 from dtf.estimator.run_config import RunConfig  # noqa: F401
 from dtf.estimator.training import EvalSpec, TrainSpec, train_and_evaluate  # noqa: F401,E402
+from dtf.estimator.warm_starting import WarmStartSettings  # noqa: F401,E402

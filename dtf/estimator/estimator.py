@@ -10,6 +10,7 @@ import os
 import tempfile
 
 from dtf.estimator import run_config as _run_config
+from dtf.estimator import warm_starting
 from dtf.estimator.model_fn import EstimatorSpec, ModeKeys, validate_hooks
 from dtf.framework import ops as _ops
 from dtf.train.session_run_hook import SessionRunHook
@@ -107,9 +108,6 @@ class Estimator:
     """Trains, evaluates and predicts with a model_fn, keeping the model in model_dir."""
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
-        if warm_start_from is not None:
-            raise NotImplementedError("Estimator: warm_start_from is not supported by dtf; use "
-                                      "tf.train.init_from_checkpoint inside model_fn")
         if config is None:
             config = _run_config.RunConfig()
         elif not isinstance(config, _run_config.RunConfig):
@@ -140,6 +138,7 @@ class Estimator:
         _verify_model_fn_args(model_fn, params)
         self._model_fn = model_fn
         self._params = copy.deepcopy(params or {})
+        self._warm_start_settings = warm_starting.settings_from(warm_start_from)
 
     @property
     def model_dir(self):
@@ -229,6 +228,11 @@ class Estimator:
         assert step is get_global_step(graph) and step.dtype.is_integer
         return step
 
+    def _maybe_warm_start(self, checkpoint_path):
+        """evaluate/predict without any checkpoint start from the warm-start one (TF)."""
+        if not checkpoint_path and self._warm_start_settings:
+            warm_starting.warm_start(self._warm_start_settings)
+
     # ---- train ----
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """Trains for `steps` more steps, or up to global step `max_steps`, or until input_fn's
@@ -265,6 +269,8 @@ class Estimator:
             features, labels, input_hooks = parse_input_fn_result(
                 self._call_input_fn(input_fn, ModeKeys.TRAIN))
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+            if self._warm_start_settings and not self.latest_checkpoint():
+                warm_starting.warm_start(self._warm_start_settings)
             return training_loop.train_with_spec(self, spec, input_hooks + hooks, global_step,
                                                  saving_listeners)
 
@@ -288,6 +294,7 @@ class Estimator:
             features, labels, input_hooks = parse_input_fn_result(
                 self._call_input_fn(input_fn, ModeKeys.EVAL))
             spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            self._maybe_warm_start(checkpoint_path)
             return training_loop.evaluate_with_spec(
                 self, spec, input_hooks + hooks, steps, checkpoint_path, self.eval_dir(name))
 
@@ -309,6 +316,7 @@ class Estimator:
             features, _, input_hooks = parse_input_fn_result(
                 self._call_input_fn(input_fn, ModeKeys.PREDICT))
             spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
+            self._maybe_warm_start(checkpoint_path)
             predictions = _extract_keys(spec.predictions, predict_keys)
             creator = ChiefSessionCreator(checkpoint_filename_with_path=checkpoint_path,
                                           master=self._config.master, scaffold=spec.scaffold,

@@ -190,8 +190,9 @@ def test_model_fn_signature_checks(tmp_path):
     with pytest.raises(ValueError, match="are set both in constructor and `RunConfig`"):
         tf.estimator.Estimator(linear_model_fn, str(tmp_path / "a"), params={},
                                config=tf.estimator.RunConfig(model_dir=str(tmp_path / "b")))
-    with pytest.raises(NotImplementedError, match="warm_start_from"):
-        tf.estimator.Estimator(linear_model_fn, str(tmp_path), params={}, warm_start_from="x")
+    with pytest.raises(ValueError, match="warm_start_from must be a string or a "
+                                         "WarmStartSettings"):
+        tf.estimator.Estimator(linear_model_fn, str(tmp_path), params={}, warm_start_from=1)
     est = tf.estimator.Estimator(lambda features: None, str(tmp_path))
     with pytest.raises(ValueError, match="model_fn does not take labels, but input_fn returns"):
         est.train(full_batch_input_fn, steps=1)
@@ -483,3 +484,40 @@ def test_eval_summary_of_array_and_int_metrics(tmp_path):
     assert values["count"].simple_value == 3.0
     np.testing.assert_array_equal(
         np.frombuffer(values["vec"].tensor.tensor_content, "<f4"), [1.5, 2.5])
+
+
+def test_warm_start_from_another_model_dir(tmp_path):
+    source = tf.estimator.Estimator(linear_model_fn, str(tmp_path / "source"), params={"lr": LR})
+    source.train(full_batch_input_fn, steps=5)
+    w5, b5 = numpy_gd(5)
+    warm = tf.estimator.Estimator(linear_model_fn, str(tmp_path / "warm"), params={"lr": LR},
+                                  warm_start_from=str(tmp_path / "source"))
+    # with no checkpoint of its own, evaluate starts from the warm-start checkpoint
+    loss = warm.evaluate(full_batch_input_fn, steps=1)["loss"]
+    np.testing.assert_allclose(loss, np.mean((X @ w5 + b5 - Y) ** 2), rtol=1e-5)
+    warm.train(full_batch_input_fn, steps=1)  # trainable variables only: the step restarts
+    assert warm.get_variable_value("global_step") == 1
+    np.testing.assert_allclose(warm.get_variable_value("w"), numpy_gd(6)[0], rtol=1e-5)
+    warm.train(full_batch_input_fn, steps=1)  # its own checkpoint now wins
+    np.testing.assert_allclose(warm.get_variable_value("w"), numpy_gd(7)[0], rtol=1e-5)
+
+    only_b = tf.estimator.Estimator(
+        linear_model_fn, str(tmp_path / "only_b"), params={"lr": LR},
+        warm_start_from=tf.estimator.WarmStartSettings(str(tmp_path / "source"),
+                                                       vars_to_warm_start="b"))
+    # constant features never run out: predict would yield forever, so take one batch
+    batches = only_b.predict(lambda: {"x": tf.constant(X[:2])}, yield_single_examples=False,
+                             predict_keys=["y"])
+    np.testing.assert_allclose(next(batches)["y"], np.broadcast_to(b5, (2, 1)), rtol=1e-5)
+    batches.close()
+
+    renamed = tf.estimator.Estimator(
+        linear_model_fn, str(tmp_path / "renamed"), params={"lr": LR},
+        warm_start_from=tf.estimator.WarmStartSettings(
+            str(tmp_path / "source"), var_name_to_prev_var_name={"bias": "b"}))
+    with pytest.raises(ValueError, match="var_name_to_prev_var_name that were not used"):
+        renamed.train(full_batch_input_fn, steps=1)
+    with pytest.raises(ValueError, match="`ckpt_to_initialize_from` MUST be set"):
+        tf.estimator.WarmStartSettings("")
+    with pytest.raises(NotImplementedError, match="var_name_to_vocab_info"):
+        tf.estimator.WarmStartSettings("x", var_name_to_vocab_info={"w": 1})

@@ -228,6 +228,14 @@ class Estimator:
         assert step is get_global_step(graph) and step.dtype.is_integer
         return step
 
+    def _checkpoint_to_read(self, checkpoint_path, purpose):
+        """The given checkpoint, else model_dir's latest, else None (fresh variables)."""
+        checkpoint_path = checkpoint_path or self.latest_checkpoint()
+        if not checkpoint_path:
+            log.info("Could not find trained model in model_dir: %s, running initialization to "
+                     "%s.", self._model_dir, purpose)
+        return checkpoint_path
+
     def _maybe_warm_start(self, checkpoint_path):
         """evaluate/predict without any checkpoint start from the warm-start one (TF)."""
         if not checkpoint_path and self._warm_start_settings:
@@ -284,11 +292,7 @@ class Estimator:
         hooks = _check_hooks_type(hooks)
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
-        if not checkpoint_path:
-            checkpoint_path = self.latest_checkpoint()
-            if not checkpoint_path:
-                log.info("Could not find trained model in model_dir: %s, running initialization "
-                         "to evaluate.", self._model_dir)
+        checkpoint_path = self._checkpoint_to_read(checkpoint_path, "evaluate")
         with _ops.Graph().as_default() as g:
             self._new_graph_with_global_step(g)
             features, labels, input_hooks = parse_input_fn_result(
@@ -306,15 +310,14 @@ class Estimator:
         from dtf.train.monitored_session import ChiefSessionCreator, MonitoredSession
 
         hooks = _check_hooks_type(hooks)
-        if not checkpoint_path:
-            checkpoint_path = self.latest_checkpoint()
-        if not checkpoint_path:
-            log.info("Could not find trained model in model_dir: %s, running initialization to "
-                     "predict.", self._model_dir)
+        checkpoint_path = self._checkpoint_to_read(checkpoint_path, "predict")
         with _ops.Graph().as_default() as g:
             self._new_graph_with_global_step(g)
             features, _, input_hooks = parse_input_fn_result(
                 self._call_input_fn(input_fn, ModeKeys.PREDICT))
+            if not _has_dataset_or_queue_runner(g):
+                log.warning("Input graph does not use tf.data.Dataset or contain a QueueRunner. "
+                            "That means predict yields forever. This is probably a mistake.")
             spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
             self._maybe_warm_start(checkpoint_path)
             predictions = _extract_keys(spec.predictions, predict_keys)
@@ -332,6 +335,12 @@ class Estimator:
                     else:
                         for i in range(_batch_length(values)):
                             yield {key: value[i] for key, value in values.items()}
+
+
+def _has_dataset_or_queue_runner(graph):
+    """Whether the input can run out (else predict yields forever, as in TF)."""
+    return bool(graph.get_collection(_ops.GraphKeys.QUEUE_RUNNERS)) or any(
+        op.type == "IteratorGetNext" for op in graph.get_operations())
 
 
 def _extract_keys(predictions, predict_keys):

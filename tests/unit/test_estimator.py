@@ -505,7 +505,7 @@ def test_warm_start_from_another_model_dir(tmp_path):
         linear_model_fn, str(tmp_path / "only_b"), params={"lr": LR},
         warm_start_from=tf.estimator.WarmStartSettings(str(tmp_path / "source"),
                                                        vars_to_warm_start="b"))
-    # constant features never run out: predict would yield forever, so take one batch
+    # constant features never run out: predict yields forever (and warns), so take one batch
     batches = only_b.predict(lambda: {"x": tf.constant(X[:2])}, yield_single_examples=False,
                              predict_keys=["y"])
     np.testing.assert_allclose(next(batches)["y"], np.broadcast_to(b5, (2, 1)), rtol=1e-5)

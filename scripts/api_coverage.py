@@ -30,6 +30,7 @@ _INTERNAL = {"cli", "client", "framework", "kernels", "ops", "partition", "place
 # saver.py): add a nested namespace's name here when one is added.
 _NESTED = {"cluster_resolver", "rnn_cell", "experimental", "queue_runner", "layers", "gfile",
            "rnn"}
+_NESTED.add("inputs")  # tf.estimator.inputs
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 

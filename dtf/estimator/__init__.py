@@ -1,0 +1,8 @@
+"""tf.estimator: Estimator, EstimatorSpec, ModeKeys, RunConfig and numpy input_fns (TF 1.15's
+API; canned estimators, feature columns and SavedModel export are not part of dtf yet)."""
+from dtf.estimator import inputs  # noqa: F401 - tf.estimator.inputs.numpy_input_fn
+from dtf.estimator.estimator import Estimator  # noqa: F401
+from dtf.estimator.model_fn import EstimatorSpec, ModeKeys  # noqa: F401
+from dtf.estimator.run_config import RunConfig  # noqa: F401
+from dtf.estimator.training import EvalSpec, TrainSpec, train_and_evaluate  # noqa: F401,E402
+from dtf.estimator.warm_starting import WarmStartSettings  # noqa: F401,E402

@@ -253,11 +253,14 @@ class Saver:
             try:
                 data = self.export_meta_graph(graph=graph).SerializeToString()
             except (TypeError, ValueError, NotImplementedError) as e:
-                # The checkpoint is whole without it; a graph dtf cannot encode must not stop training.
-                log.warning("No meta graph written to %s: %s", filename, e)
-                return
+                # The checkpoint is whole without it; a graph dtf cannot encode must not stop
+                # training, nor fill the log: said once per graph state, not at every save.
+                log.warning("No meta graph written to %s (nor for later checkpoints of this "
+                            "graph): %s", filename, e)
+                data = None
             self._meta_graph_cache = (key, data)
-        checkpoint_io.atomic_write(filename, [self._meta_graph_cache[1]])
+        if self._meta_graph_cache[1] is not None:
+            checkpoint_io.atomic_write(filename, [self._meta_graph_cache[1]])
 
     def to_proto(self, export_scope=None):
         """This Saver's SaverDef (what a meta graph's ``savers`` collection holds)."""

@@ -80,13 +80,20 @@ def extend(crc: int, data) -> int:
     """The CRC-32C of the bytes so far (``crc``, 0 at the start) followed by ``data``."""
     crc ^= 0xFFFFFFFF
     n = len(data)
-    # Reading TFRecords checks a CRC per record: once Numba is loaded anyway (the kernels
-    # load it), the compiled loop wins from a few dozen bytes on.
-    if n >= _NUMBA_FROM or (n >= _COMPILED_FROM and "numba" in sys.modules):
+    # Once the compiled loop is there (record readers ask for it) or Numba is loaded anyway
+    # (the kernels load it), it wins from a few dozen bytes on.
+    if n >= _NUMBA_FROM or (n >= _COMPILED_FROM
+                            and (_jit_extend is not None or "numba" in sys.modules)):
         crc = _numba_extend()(crc, np.frombuffer(data, dtype=np.uint8))
     else:
         crc = _python_extend(crc, data)
     return crc ^ 0xFFFFFFFF
+
+
+def load_compiled():
+    """Loads the compiled loop now: a reader that checks two CRCs per record (TFRecords)
+    pays Numba's start once instead of the Python loop's ~60 ns a byte per record."""
+    _numba_extend()
 
 
 def crc32c(data) -> int:

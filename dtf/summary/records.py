@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 from dtf.framework import errors
-from dtf.framework.crc32c import crc32c, masked_crc32c  # noqa: F401 - crc32c re-exported
+from dtf.framework.crc32c import crc32c, load_compiled, masked_crc32c  # noqa: F401 - crc32c re-exported
 
 
 def encode_record(data: bytes) -> bytes:
@@ -40,6 +40,7 @@ def read_records(path: str):
 
 def iter_records(f):
     """Yields each record's data from the binary file object ``f``."""
+    load_compiled()
     offset = 0
     while True:
         header = _read_exact(f, 12, offset, allow_eof=True)

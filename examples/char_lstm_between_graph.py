@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 import dtf as tf
+import between_graph_async
 
 TEXT = (
     "It was the best of times, it was the worst of times, it was the age of wisdom, it was "
@@ -60,16 +61,6 @@ def build_model(cluster, task_index, vocab_size):
     return inputs, targets, train_op, loss, global_step
 
 
-def resolve_task(flags):
-    """(cluster spec, job name, task index, session master or None to start a server)."""
-    if os.environ.get("TF_CONFIG"):
-        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        return resolver.cluster_spec(), resolver.task_type, resolver.task_id, resolver.master()
-    cluster = tf.train.ClusterSpec({"ps": flags.ps_hosts.split(","),
-                                    "worker": flags.worker_hosts.split(",")})
-    return cluster, flags.job_name, flags.task_index, None
-
-
 def train(flags, cluster, task_index, master):
     chars, ids = vocabulary()
     inputs, targets, train_op, loss, global_step = build_model(cluster, task_index, len(chars))
@@ -88,19 +79,8 @@ def train(flags, cluster, task_index, master):
 
 
 def main(flags):
-    cluster, job_name, task_index, master = resolve_task(flags)
-    if job_name == "ps":
-        if master is not None:
-            print("ps task: served by the running cluster; nothing to do", flush=True)
-            return 0
-        server = tf.train.Server(cluster, job_name="ps", task_index=task_index)
-        print(f"ps {task_index} serving on {server.target}", flush=True)
-        server.join()
-        return 0
-    if master is None:
-        master = tf.train.Server(cluster, job_name="worker", task_index=task_index).target
-    train(flags, cluster, task_index, master)
-    return 0
+    """Serves a ps task, or trains on a worker (the task set-up of between_graph_async.py)."""
+    return between_graph_async.main(flags, train_fn=train)
 
 
 def parse_flags(argv):

@@ -80,12 +80,15 @@ def charge(seconds: float):
 
 
 def run_stand_in(fn, *args):
-    """``fn(*args)``, the numpy path of a kernel whose loops have not loaded, charged."""
-    t0 = time.perf_counter()
+    """``fn(*args)``, the numpy path of a kernel whose loops have not loaded, charged.
+    Charged in this thread's CPU time, not wall time: on a busy machine a tiny call that
+    lost its core for a few milliseconds is not slow work a loop would save (wall time
+    started the loading for small models whenever other processes ran)."""
+    t0 = time.thread_time()
     try:
         return fn(*args)
     finally:
-        charge(time.perf_counter() - t0)
+        charge(time.thread_time() - t0)
 
 
 def start():

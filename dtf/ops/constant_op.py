@@ -6,7 +6,7 @@ import numpy as np
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
-from dtf.runtime.resources import as_array
+from dtf.state.resources import as_array
 
 
 @register_op("Const")

@@ -12,10 +12,10 @@ import numbers
 import numpy as np
 
 from dtf.framework import dtypes, errors
+from dtf.framework.common_shapes import window_geometry
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import register_op
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
-from dtf.kernels.reference.nn import window_geometry
 from . import array_ops, math_ops, reduction_ops
 from .common import const_value, convert, fmt_shape, same_as_input, shape_from_tensor
 from .math_ops import sigmoid, tanh

@@ -14,12 +14,12 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.framework.op_registry import get_op_def
-from dtf.kernels import fusion
+from dtf.runtime import fusion
 from dtf.kernels import registry as kernel_registry
 from dtf.kernels.registry import WouldBlock
 from dtf.kernels.reference.random import seeded_generator
-from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
-from dtf.runtime.resources import ResourceManager, VariableResource
+from dtf.framework.graph_walk import needed_nodes, split_tensor_name
+from dtf.state.resources import ResourceManager, VariableResource
 
 
 _thread_errors = threading.local()

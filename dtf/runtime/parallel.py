@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from dtf.kernels.fusion import FusedStep, TailStep
+from dtf.runtime.fusion import FusedStep, TailStep
 from dtf.runtime.executor import _invoke
 
 PROFILE_RUNS = 3

@@ -11,8 +11,8 @@ import numpy as np
 from dtf.framework import dtypes, errors, os_errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels.registry import register_kernel
-from dtf.runtime import checkpoint_io
-from dtf.runtime.resources import as_array
+from dtf.state import checkpoint_io
+from dtf.state.resources import as_array
 
 from .jit_loading import run_stand_in, when_loaded
 

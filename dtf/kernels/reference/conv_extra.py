@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nn import lowest, window_geometry
+from dtf.framework.common_shapes import window_geometry
+
+from .nn import lowest
 from .table import reference
 
 

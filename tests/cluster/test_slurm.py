@@ -1,7 +1,7 @@
 """dtf under a real Slurm (tests/cluster/slurm.py: a private one-node slurmctld + slurmd).
 
 - ``srun`` starts a 1 ps + 2 worker job whose ranks find their cluster with
-  SlurmClusterResolver and train (examples/slurm_between_graph.py);
+  SlurmClusterResolver and train (examples/managed_between_graph.py);
 - ``dtf up --slurm`` inside ``salloc`` starts each task of a cluster.toml given as task
   counts as its own job step, and ``dtf status``, ``dtf run`` and ``dtf down`` work on it.
 
@@ -61,7 +61,7 @@ def test_srun_ranks_find_their_cluster_with_the_resolver_and_train(slurm, tmp_pa
     port = _free_run(3)
     result = slurm.run(
         ["srun", "--ntasks=3", "--overcommit", "--label", "--kill-on-bad-exit=1", sys.executable,
-         os.path.join(REPO, "examples", "slurm_between_graph.py"), "--ps=1", "--workers=2",
+         os.path.join(REPO, "examples", "managed_between_graph.py"), "--ps=1", "--workers=2",
          f"--port_base={port}", f"--checkpoint_dir={tmp_path / 'ckpt'}", "--last_step=80",
          "--save_checkpoint_steps=40", "--step_delay=0.02", "--max_wait_secs=60"],
         timeout=120, cwd=tmp_path)

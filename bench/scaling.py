@@ -15,7 +15,9 @@ Two workloads, each on a fresh cluster of task processes per configuration:
   replica_device_setter. Per configuration: global steps/s, and CPU per global step of the
   ps tasks and of the workers.
 
-Where the tasks run is printed with the figures: ``loopback`` (every task on 127.0.0.1;
+Where the tasks run is printed with the figures: ``--rig`` puts every task and the client on
+a host of its own of the multi-host rig (tests/cluster/rig.py: network namespaces on one
+machine, TCP between them, root only); otherwise ``loopback`` (every task on 127.0.0.1;
 dtf's same-host lanes and shared memory carry its tensors unless ``--tcp``, which sets
 DTF_IPC=0 so dtf, like TF, goes over TCP). TensorFlow runs in its own processes
 (``--tf-python``, default DTF_BENCH_TF_PYTHON or .tfvenv/bin/python). Results go to
@@ -32,9 +34,9 @@ import sys
 import tempfile
 import time
 
-from bench.cluster import REPO, Cluster, quiet_env, stop_process, wait_for_output
+from bench.cluster import REPO, SERVER_MODULES, free_port, quiet_env, stop_process, wait_for_output
 from bench.run import DEFAULT_TF_PYTHON
-from bench.training import _collect, _start_worker
+from bench.training import _collect
 
 CLOCK_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
@@ -46,6 +48,88 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_S  # utime, stime
 
 
+class Loopback:
+    """Every process on this machine's 127.0.0.1."""
+
+    def __init__(self, tcp: bool):
+        self.label = ("loopback, dtf over TCP only (DTF_IPC=0)" if tcp
+                      else "loopback (dtf: same-host lanes and /dev/shm)")
+
+    def address(self, slot: int) -> str:
+        return f"127.0.0.1:{free_port()}"
+
+    def popen(self, slot: int, argv, **kwargs):
+        return subprocess.Popen(argv, **kwargs)
+
+    def close(self):
+        pass
+
+
+class OnRig:
+    """Process ``slot`` on host ``slot`` of a multi-host rig (tests/cluster/rig.py: one
+    network namespace per host, its own /dev/shm; root only). Every task listens on port
+    2222 of its own host's address."""
+
+    label = "multi-host rig (one network namespace per task, TCP between them)"
+
+    def __init__(self, n_hosts: int):
+        from tests.cluster import rig
+
+        rig.clean_stale()
+        self.rig = rig.Rig(n_hosts)  # rig.RigUnavailable names why not
+
+    def address(self, slot: int) -> str:
+        return f"{self.rig.hosts[slot].address}:2222"
+
+    def popen(self, slot: int, argv, **kwargs):
+        return self.rig.hosts[slot].popen(argv, **kwargs)
+
+    def close(self):
+        self.rig.close()
+
+
+class Tasks:
+    """The task processes of one run, one per slot of the placement, stopped by PID."""
+
+    def __init__(self, impl: str, python: str, jobs: dict, place, env: dict):
+        self.impl, self.python, self.place, self.env = impl, python, place, env
+        self.slots, slot = {}, 0
+        self.jobs = {}
+        for job, n in jobs.items():
+            self.jobs[job] = []
+            for i in range(n):
+                self.slots[(job, i)] = slot
+                self.jobs[job].append(place.address(slot))
+                slot += 1
+        self.next_slot = slot  # the first slot left for clients
+        self.procs: list = []
+        self.log_dir = tempfile.mkdtemp(prefix=f"bench-scaling-{impl}-")
+
+    @property
+    def flags_spec(self) -> str:
+        return ",".join(f"{j}|{';'.join(a)}" for j, a in self.jobs.items())
+
+    def popen(self, slot: int, argv, log_path: str, stdin=subprocess.DEVNULL):
+        with open(log_path, "w") as log:
+            return self.place.popen(slot, argv, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
+                                    cwd=REPO, env=dict(quiet_env(), **self.env), text=True)
+
+    def start(self):
+        for (job, i), slot in self.slots.items():
+            log_path = os.path.join(self.log_dir, f"{job}-{i}.log")
+            proc = self.popen(slot, [self.python, "-m", SERVER_MODULES[self.impl],
+                                     f"--cluster_spec={self.flags_spec}", f"--job_name={job}",
+                                     f"--task_index={i}"], log_path)
+            self.procs.append(proc)
+            wait_for_output(proc, log_path, "listening on", 60.0, f"{self.impl} task {job}:{i}")
+        return self
+
+    def stop(self):
+        for p in self.procs:
+            stop_process(p)
+        self.procs.clear()
+
+
 def _result(log_path: str) -> dict | None:
     with open(log_path, errors="replace") as f:
         for line in f:
@@ -54,20 +138,18 @@ def _result(log_path: str) -> dict | None:
     return None
 
 
-def fanout(impl: str, python: str, n: int, steps: int, width: int, env: dict, timeout_s=300.0) -> dict:
-    """One fan-out/fan-in run over ``n`` fresh worker tasks."""
-    cluster = Cluster(impl, {"worker": n}, python=python, env=env)
-    log_dir = tempfile.mkdtemp(prefix=f"bench-scaling-{impl}-")
-    log_path = os.path.join(log_dir, "client.log")
+def fanout(impl: str, python: str, n: int, steps: int, width: int, env: dict, place,
+           timeout_s=300.0) -> dict:
+    """One fan-out/fan-in run over ``n`` fresh worker tasks (the client in the next slot)."""
+    cluster = Tasks(impl, python, {"worker": n}, place, env)
+    log_path = os.path.join(cluster.log_dir, "client.log")
     client = None
     try:
-        cluster.start_jobs("worker")
-        with open(log_path, "w") as log:
-            client = subprocess.Popen(
-                [python, "-m", "bench.scaling_client", f"--impl={impl}",
-                 f"--cluster_spec={cluster.flags_spec}", f"--steps={steps}", f"--width={width}"],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-                env=dict(quiet_env(), **env), text=True)
+        cluster.start()
+        client = cluster.popen(cluster.next_slot, [
+            python, "-m", "bench.scaling_client", f"--impl={impl}",
+            f"--cluster_spec={cluster.flags_spec}", f"--steps={steps}", f"--width={width}"],
+            log_path, stdin=subprocess.PIPE)
         wait_for_output(client, log_path, "@@READY", timeout_s, f"{impl} fan-out client (N={n})")
         before = [cpu_s(p.pid) for p in cluster.procs]
         client.stdin.write("go\n")
@@ -90,16 +172,26 @@ def fanout(impl: str, python: str, n: int, steps: int, width: int, env: dict, ti
                 all_tasks_cpu_ms_per_step=sum(per_task))
 
 
-def train(impl: str, python: str, workers: int, ps: int, steps: int, env: dict,
+def train(impl: str, python: str, workers: int, ps: int, steps: int, env: dict, place,
           timeout_s=300.0, grace_s=10.0) -> dict:
-    """One async MLP run on ``ps`` ps tasks and ``workers`` worker processes."""
-    cluster = Cluster(impl, {"ps": ps, "worker": workers}, python=python, env=env)
-    log_dir = tempfile.mkdtemp(prefix=f"bench-scaling-train-{impl}-")
+    """One async MLP run on ``ps`` ps tasks and ``workers`` worker processes (each worker
+    process hosts its own task, as bench/train_worker.py does)."""
+    cluster = Tasks(impl, python, {"ps": ps, "worker": workers}, place, env)
     procs, notes = [], []
     try:
-        cluster.start_jobs("ps")
+        for i in range(ps):
+            log_path = os.path.join(cluster.log_dir, f"ps-{i}.log")
+            proc = cluster.popen(cluster.slots[("ps", i)], [
+                python, "-m", SERVER_MODULES[impl], f"--cluster_spec={cluster.flags_spec}",
+                "--job_name=ps", f"--task_index={i}"], log_path)
+            cluster.procs.append(proc)
+            wait_for_output(proc, log_path, "listening on", 60.0, f"{impl} task ps:{i}")
         for i in range(workers):
-            proc, log_path = _start_worker(impl, python, cluster, i, "async", steps, log_dir)
+            log_path = os.path.join(cluster.log_dir, f"worker-{i}.log")
+            proc = cluster.popen(cluster.slots[("worker", i)], [
+                python, "-m", "bench.train_worker", f"--impl={impl}",
+                f"--cluster_spec={cluster.flags_spec}", f"--task_index={i}", "--mode=async",
+                f"--steps={steps}"], log_path, stdin=subprocess.PIPE)
             procs.append((proc, log_path))
             wait_for_output(proc, log_path, "@@READY", 120.0, f"{impl} worker {i}")
         ps_before = [cpu_s(p.pid) for p in cluster.procs]
@@ -153,11 +245,14 @@ def main(argv=None) -> int:
     p.add_argument("--train-steps", type=int, default=2000, help="global steps per training run")
     p.add_argument("--width", type=int, default=16, help="float32 elements per fan-out tensor")
     p.add_argument("--tcp", action="store_true", help="dtf over TCP only (DTF_IPC=0), as between hosts")
-    p.add_argument("--tf-python", default=None, help="TensorFlow's Python (default: %(default)s or "
-                   "DTF_BENCH_TF_PYTHON, else .tfvenv/bin/python)")
+    p.add_argument("--rig", action="store_true",
+                   help="every task (and the client) on its own host of a multi-host rig (root)")
+    p.add_argument("--tf-python", default=None, help="TensorFlow's Python (default: DTF_BENCH_TF_PYTHON, "
+                   "else .tfvenv/bin/python in the checkout)")
     p.add_argument("--no-tf", action="store_true", help="measure dtf only")
     p.add_argument("--json", default=os.path.join(REPO, "bench", "results", "scaling-latest.json"))
     args = p.parse_args(argv)
+    args.argv = list(argv if argv is not None else sys.argv[1:])
     pythons = {"dtf": sys.executable}
     tf_python = args.tf_python or DEFAULT_TF_PYTHON
     if not args.no_tf:
@@ -165,16 +260,35 @@ def main(argv=None) -> int:
             p.error(f"no TensorFlow Python at {tf_python}: pass --tf-python PATH or --no-tf")
         pythons["tf"] = tf_python
     envs = {"dtf": {"DTF_IPC": "0"} if args.tcp else {}, "tf": {}}
-    placement = "loopback, TCP only" if args.tcp else "loopback (dtf: same-host lanes and /dev/shm)"
+    fanouts = _ints(args.fanout)
+    trains = _train_configs(args.train) if args.train else []
+    if args.rig:
+        from tests.cluster.rig import RigUnavailable
+
+        hosts = max([n + 1 for n in fanouts] + [w + ps for w, ps in trains] + [1])
+        try:
+            place = OnRig(hosts)
+        except RigUnavailable as e:
+            p.error(f"cannot make a rig of {hosts} hosts here ({e}); run without --rig for loopback")
+    else:
+        place = Loopback(args.tcp)
+    try:
+        return _run(args, pythons, envs, place, fanouts, trains)
+    finally:
+        place.close()
+
+
+def _run(args, pythons, envs, place, fanouts, trains) -> int:
+    placement = place.label
     print(f"bench.scaling: tasks on {placement}; {os.cpu_count()} CPUs; dtf {sys.executable}; "
           f"TF {pythons.get('tf', 'not used')}", flush=True)
-    out = {"placement": placement, "command": "python -m bench.scaling " + " ".join(argv or sys.argv[1:]),
+    out = {"placement": placement, "command": "python -m bench.scaling " + " ".join(args.argv),
            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "fanout": {}, "train": {}}
 
     rows = []
-    for n in _ints(args.fanout):
+    for n in fanouts:
         for impl, python in pythons.items():
-            r = fanout(impl, python, n, args.steps, args.width, envs[impl])
+            r = fanout(impl, python, n, args.steps, args.width, envs[impl], place)
             out["fanout"].setdefault(str(n), {})[impl] = r
             rows.append([str(n), impl, f"{r['p50_ms']:.3f}", f"{r['p90_ms']:.3f}", f"{r['steps_s']:.0f}",
                          f"{r['task_cpu_ms_per_step_mean']:.3f}", f"{r['task_cpu_ms_per_step_max']:.3f}",
@@ -186,9 +300,9 @@ def main(argv=None) -> int:
                             "task CPU ms/step (max)", "client CPU ms/step"]))
 
     rows = []
-    for workers, ps in _train_configs(args.train) if args.train else []:
+    for workers, ps in trains:
         for impl, python in pythons.items():
-            r = train(impl, python, workers, ps, args.train_steps, envs[impl])
+            r = train(impl, python, workers, ps, args.train_steps, envs[impl], place)
             out["train"].setdefault(f"{workers}x{ps}", {})[impl] = r
             rows.append([str(workers), str(ps), impl, f"{r['steps_s']:.0f}",
                          f"{r['ps_cpu_ms_per_step']:.3f}", f"{r['worker_cpu_ms_per_step']:.3f}",

@@ -62,7 +62,7 @@ def test_srun_ranks_find_their_cluster_with_the_resolver_and_train(slurm, tmp_pa
     result = slurm.run(
         ["srun", "--ntasks=3", "--overcommit", "--label", "--kill-on-bad-exit=1", sys.executable,
          os.path.join(REPO, "examples", "managed_between_graph.py"), "--ps=1", "--workers=2",
-         f"--port_base={port}", f"--checkpoint_dir={tmp_path / 'ckpt'}", "--last_step=80",
+         f"--port_base={port}", f"--checkpoint_dir={tmp_path / 'ckpt'}", "--last_step=120",
          "--save_checkpoint_steps=40", "--step_delay=0.02", "--max_wait_secs=60"],
         timeout=120, cwd=tmp_path)
     out = result.stdout + result.stderr
@@ -73,8 +73,8 @@ def test_srun_ranks_find_their_cluster_with_the_resolver_and_train(slurm, tmp_pa
     assert f"0: ps 0 of {cluster}" in out, out[-3000:]
     assert f"1: worker 0 of {cluster}" in out, out[-3000:]
     assert f"2: worker 1 of {cluster}" in out, out[-3000:]
-    final = re.search(r"1: final global step (\d+)", out)  # the chief; async: may pass 80
-    assert final and int(final.group(1)) >= 80, out[-3000:]
+    final = re.search(r"1: final global step (\d+)", out)  # the chief; async: may pass 120
+    assert final and int(final.group(1)) >= 120, out[-3000:]
     for rank, index in (("1", 0), ("2", 1)):
         assert re.search(rf"{rank}: worker {index} done after [1-9]\d* local steps", out), out[-3000:]
     assert max(_losses(out)) < 1.0, out[-3000:]  # it starts near 13 (w = b = 0)

@@ -141,9 +141,13 @@ class Step:
 
 def _slot_call(compute, ins, out, nout):
     """``call(ctx, vals)``: runs ``compute`` on the slots ``ins`` into the slots from ``out``.
-    Most kernels take one or two inputs: passing those by name saves building a list."""
+    Most kernels take none (constants), one or two inputs: passing those by name saves
+    building a list (a comprehension is a frame of its own before Python 3.12)."""
     if nout == 1:
-        if len(ins) == 1:
+        if not ins:
+            def call(ctx, vals):
+                vals[out] = compute(ctx)
+        elif len(ins) == 1:
             (a,) = ins
 
             def call(ctx, vals):

@@ -97,8 +97,8 @@ def render(ops, refs, kernels):
     out.append("REFERENCE_MODULES = " + repr(tuple(sorted(set(refs.values())))) + "\n")
     out.append("KERNELS = {")
     for dev in sorted(kernels):
-        out.append(f"    {dev!r}: _invert({{\n" + "\n".join("    " + ln for ln in _by_module(kernels[dev]).split("\n"))
-                   + "\n    }),")
+        body = "\n".join("    " + ln for ln in _by_module(kernels[dev]).split("\n"))
+        out.append(f"    {dev!r}: _invert({{\n" + body + "\n    }),")
     out.append("}")
     mods = {dev: tuple(sorted({m for ms in k.values() for m in ms})) for dev, k in kernels.items()}
     out.append("KERNEL_MODULES = {")

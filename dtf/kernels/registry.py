@@ -98,7 +98,8 @@ def register_kernel(op_type: str, device: str = "CPU", dtypes=None, label: str =
     ``host`` (CPU kernels only): on a GPU device the op runs this CPU kernel on the host.
     """
     if host and device != "CPU":
-        raise ValueError(f"host=True is for CPU kernels (the op's GPU kernel runs them); {op_type} on {device}")
+        raise ValueError(f"host=True is for CPU kernels (the op's GPU kernel runs them); "
+                         f"{op_type} on {device}")
     names = None if dtypes is None else frozenset(getattr(d, "name", d) for d in dtypes)
     module = defining_module()
 
@@ -118,7 +119,8 @@ def _add(kdef):
         if e.fallback != kdef.fallback:
             continue
         if e.dtypes is None or kdef.dtypes is None or (e.dtypes & kdef.dtypes):
-            overlap = "any dtype" if e.dtypes is None or kdef.dtypes is None else sorted(e.dtypes & kdef.dtypes)
+            both = None if e.dtypes is None or kdef.dtypes is None else sorted(e.dtypes & kdef.dtypes)
+            overlap = "any dtype" if both is None else both
             raise KeyError(f"kernel for {kdef.op_type} on {kdef.device_type} registered twice ({overlap}); "
                            f"first: {e.label or e.factory.__module__}")
     entries.append(kdef)

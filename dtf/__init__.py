@@ -67,11 +67,12 @@ from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
 from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
 from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
-from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
+from dtf import app, compat, initializers, logging, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
 _LAZY_MODULES["linalg"] = "dtf.linalg"
+_LAZY_MODULES["nn"] = "dtf.nn"  # the rnn cells and the nn families' op definitions
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 _LAZY_MODULES["losses"] = "dtf.losses"

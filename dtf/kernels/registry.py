@@ -208,7 +208,9 @@ def lookup(op_type: str, device_type: str, dtype=None) -> KernelDef:
         if t == op_type:
             kinds = ",".join("*" if e.dtypes is None else ",".join(sorted(e.dtypes)) for e in entries)
             registered.append(f"{dev}[{kinds}]")
-    have = "; registered: " + " ".join(registered) if registered else "; no kernel registered for it at all"
+    have = ("; registered: " + " ".join(registered) if registered else
+            "; no kernel registered for it at all (one added since dtf/framework/registry_index.py "
+            "was generated loads once scripts/registry_index.py has run)")
     raise errors.NotFoundError(None, None, f"no kernel for {op_type} on {device_type} for {name}{have}")
 
 

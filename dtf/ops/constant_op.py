@@ -106,3 +106,5 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
 
 def is_constant(t):
     return isinstance(t, _ops.Tensor) and t.op.type == "Const"
+
+__all__ = ["constant"]  # what ``import dtf`` exports from this family

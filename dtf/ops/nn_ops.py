@@ -610,3 +610,7 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
 
 
 from . import nn_grad  # noqa: E402,F401  (registers the gradients)
+
+# tf.math's share of tf.nn (TF 1.15); log_sigmoid is tf.log_sigmoid and tf.math.log_sigmoid only.
+MATH_API = ["in_top_k", "l2_normalize", "log_sigmoid", "log_softmax", "softmax", "softplus",
+            "softsign", "top_k"]

@@ -78,8 +78,8 @@ def _sparse_apply_factory(op_type):
 
 
 for _op in SCATTER_OPS:
-    register_kernel(_op, "CPU")(_scatter_factory(_op))
+    register_kernel(_op, "CPU", host=True)(_scatter_factory(_op))
 for _op in SCATTER_ND_OPS:
-    register_kernel(_op, "CPU")(_scatter_factory(_op, scatter_nd_into))
+    register_kernel(_op, "CPU", host=True)(_scatter_factory(_op, scatter_nd_into))
 for _op in SPARSE_APPLY_OPS:
-    register_kernel(_op, "CPU")(_sparse_apply_factory(_op))
+    register_kernel(_op, "CPU", host=True)(_sparse_apply_factory(_op))

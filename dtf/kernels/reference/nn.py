@@ -315,7 +315,7 @@ def avg_pool_grad(attrs, orig_input_shape, dy):
     return _pad_to(_crop(dxp, before, shape), (0, 0), shape)
 
 
-@reference("TopKV2")
+@reference("TopKV2", host=True)
 def _top_k(attrs, x, k):
     k = int(k)
     if x.ndim < 1:

@@ -206,8 +206,8 @@ def _ping_with_stream(fuzzer, rid, sid, n):
 
 
 def test_streamed_tensors_assemble_or_are_refused_and_abandoned_ones_expire(monkeypatch):
-    from dtf.wire import transport
-    monkeypatch.setattr(transport, "STREAM_STALE_S", 0.3)
+    from dtf.wire import server
+    monkeypatch.setattr(server, "STREAM_STALE_S", 0.3)
     task = start_task()
     fuzzer = Fuzzer(task.address)
     try:

@@ -16,8 +16,7 @@ from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime import master as _master
 from dtf.runtime.liveness import SilentPeer
-from dtf.runtime import service as _service
-from dtf.wire import transport
+from dtf.wire import inprocess, transport
 from . import cluster_keys
 from .config import DeviceStepStats, NodeExecStats, RunOptions
 
@@ -83,7 +82,7 @@ class _MasterChannel:
 
     @property
     def service(self):
-        return _service.in_process_service(self.address)
+        return inprocess.REGISTRY.lookup(self.address)
 
     def call(self, msg, timeout_s=None):
         svc = self.service

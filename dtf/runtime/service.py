@@ -67,6 +67,8 @@ class Peers:
         return route
 
     def _service(self, task):
+        if task == self._local_task and self._local is not None:
+            return self._local  # this task's own route is always in-process: asked every step
         return self._route(task).service
 
     def in_process(self, task):

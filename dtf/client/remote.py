@@ -23,6 +23,7 @@ from .config import DeviceStepStats, NodeExecStats, RunOptions
 log = logging.getLogger("dtf")
 
 _SCHEMES = ("grpc://", "dtf://", "grpc+dtf://", "tcp://")
+_in_process_service = inprocess.REGISTRY.lookup  # asked on every call to a master
 
 
 def parse_target(target: str) -> str:
@@ -82,7 +83,7 @@ class _MasterChannel:
 
     @property
     def service(self):
-        return inprocess.REGISTRY.lookup(self.address)
+        return _in_process_service(self.address)
 
     def call(self, msg, timeout_s=None):
         svc = self.service

@@ -174,7 +174,8 @@ class ServerLoop:
         self._pool.submit(job)
 
     def _run_timers(self):
-        if self._timers.heap:
+        heap = self._timers.heap  # asked inline: this runs every pass, a timer is rarely due
+        if heap and heap[0][0] <= time.monotonic():
             self._timers.pop_due(self._soon.append)
         self._run_soon()
 

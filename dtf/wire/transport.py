@@ -6,15 +6,17 @@ The transport is in parts, lowest first (docs/protocol.md, "Wire structure"):
   same-host lane (dtf.wire.lane) alike, and the poller the server loop keeps;
 - ``endpoints``: where a task listens and how a client reaches it (TCP, or a lane
   learned from the task over TCP), and the frame limit a task sets;
-- ``primitives``: the one wake-up, timer queue and handler pool every waiting thread uses;
+- ``primitives``: one kind each of wake-up, timer queue and thread pool, which the server
+  loop, a master step's reply pump and ``Peers`` (dtf.runtime.service) all use;
 - ``client``: ``Client``, synchronous requests from any thread, and the error replies;
 - ``server``: ``ServerLoop``, a task's I/O thread with handlers on a pool;
-- ``inprocess``: tasks served by this process, reached by direct calls (no encoding).
+- ``inprocess``: tasks served by this process, reached by direct calls (no encoding;
+  imported on its own by those that choose a task's route).
 
-Besides cluster keys (``security``) and the flood guard that watches a listener
-(``flood``), only ``frames``, ``endpoints``, ``client`` and ``server`` import zmq. These
-are the same objects as in the parts (no wrappers): a name used on a hot path costs
-nothing more for being reached through here.
+Besides cluster keys (``security``), the check of a silent task's keys (``handshake``) and
+the flood guard that watches a listener (``flood``), only ``frames``, ``endpoints``,
+``client`` and ``server`` import zmq. The names below are the parts' own objects (no
+wrappers): one used on a hot path costs nothing more for being reached through here.
 """
 from __future__ import annotations
 

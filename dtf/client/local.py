@@ -41,6 +41,15 @@ class LocalBackend:
             raise KeyError(name) from None
         return node_def_of(op)
 
+    def _label(self, stat) -> str:
+        """TF's "name = Op(inputs)" label (a timeline draws dataflow arrows from it)."""
+        from dtf.partition import timeline_label
+
+        try:
+            return timeline_label(self._lookup(stat.node_name))
+        except KeyError:  # a node the executor made (a fused group)
+            return f"{stat.node_name} = {stat.op}()"
+
     def _pins_gpu(self, fetches, feeds, targets) -> bool:
         key = (fetches, feeds, targets)
         pinned = self._uses_gpu.get(key)
@@ -92,7 +101,7 @@ class LocalBackend:
             NodeExecStats(node_name=s.node_name, all_start_micros=s.all_start_micros,
                           op_start_rel_micros=0, op_end_rel_micros=s.op_end_rel_micros,
                           all_end_rel_micros=s.op_end_rel_micros,
-                          timeline_label=f"{s.node_name} = {s.op}()", output_shapes=s.output_shapes)
+                          timeline_label=self._label(s), output_shapes=s.output_shapes)
             for s in stats])
         run_metadata.step_stats.dev_stats.append(dev)
         return out

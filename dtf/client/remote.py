@@ -225,7 +225,8 @@ class RemoteBackend:
                 run_metadata.step_stats.dev_stats.append(DeviceStepStats(device=dev["device"], node_stats=[
                     NodeExecStats(node_name=s["node"], all_start_micros=s["start_us"],
                                   op_end_rel_micros=s["dur_us"], all_end_rel_micros=s["dur_us"],
-                                  timeline_label=f"{s['node']} = {s['op']}()", output_shapes=s["shapes"])
+                                  timeline_label=s.get("label") or f"{s['node']} = {s['op']}()",
+                                  output_shapes=s["shapes"])
                     for s in dev["nodes"]]))
         return reply["outputs"]
 

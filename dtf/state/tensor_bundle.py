@@ -224,7 +224,17 @@ def merged_index(shard_entries: list) -> bytes:
     for shard, entries in enumerate(shard_entries):
         for key, entry in entries.items():
             if key in merged:
-                raise errors.InvalidArgumentError(None, None, f"Duplicate tensor {key!r} in shards")
+                # A partitioned variable's shards saved on several devices: each shard's
+                # index lists its own slices of the full tensor; the merged entry lists all.
+                have = merged[key]
+                if not (entry.slices and have.slices):
+                    raise errors.InvalidArgumentError(None, None, f"Duplicate tensor {key!r} in shards")
+                if have.dtype != entry.dtype or have.shape.SerializeToString() != entry.shape.SerializeToString():
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Shards disagree on the dtype or full shape of sliced tensor {key!r}")
+                for proto in entry.slices:
+                    have.slices.add().CopyFrom(proto)
+                continue
             if not entry.slices:
                 entry.shard_id = shard
             merged[key] = entry

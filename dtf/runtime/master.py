@@ -56,7 +56,7 @@ class _Part:
     incarnation: int
     feeds: tuple
     fetches: tuple
-    labels: dict  # node name -> its timeline label, for traced steps' stats
+    labels: dict  # node name -> (timeline label, output dtype names), for traced steps' stats
 
 
 @dataclass
@@ -162,7 +162,8 @@ class MasterSession:
             reply = self.master.peers.call(task, {"type": "RegisterGraph", "device": device,
                                                   "nodes": [n.to_dict() for n in pnodes]})
             parts.append(_Part(task, device, reply["handle"], reply["incarnation"], tuple(p_feeds),
-                               p_fetches, {n.name: timeline_label(n) for n in pnodes}))
+                               p_fetches, {n.name: (timeline_label(n), [d.name for d in n.output_dtypes])
+                                          for n in pnodes}))
         # The session's own task runs last, on the calling thread (see run_step).
         parts.sort(key=lambda p: p.task == self.master.task_name)
         return _StepPlan(parts, tuple(f for f in fetches if f in fed))
@@ -180,7 +181,7 @@ class MasterSession:
             if trace:
                 nodes = r.get("stats", [])
                 for n in nodes:
-                    n["label"] = p.labels.get(n.get("node"))
+                    n["label"], n["dtypes"] = p.labels.get(n.get("node"), (None, None))
                 stats.append({"device": p.device, "nodes": nodes})
         return [outputs[f] for f in fetches], stats
 

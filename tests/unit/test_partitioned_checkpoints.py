@@ -5,6 +5,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 import dtf as tf
 from dtf.state import checkpoint_io
@@ -97,3 +98,18 @@ def test_tf_restores_dtf_slices_onto_two_shards(tmp_path):
     got = json.loads(out)
     for name, value in want.items():
         np.testing.assert_array_equal(np.asarray(got[name], np.float32), value, err_msg=name)
+
+
+def test_a_slice_across_stored_slices_and_one_they_do_not_cover(tmp_path):
+    from dtf.ops import state_ops
+
+    whole = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    prefix = str(tmp_path / "s")
+    checkpoint_io.write(prefix, ["t", "t", "gap"], [whole[:2], whole[2:], whole[:1]],
+                        ["4 2 0,2:-", "4 2 2,2:-", "4 2 0,1:-"])
+    (across,) = state_ops.restore_v2(tf.constant(prefix), ["t"], ["4 2 1,2:1,1"], [tf.float32])
+    (gap,) = state_ops.restore_v2(tf.constant(prefix), ["gap"], ["4 2 0,2:-"], [tf.float32])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(across), whole[1:3, 1:])
+        with pytest.raises(tf.errors.NotFoundError, match="its slices do not cover it"):
+            sess.run(gap)

@@ -122,6 +122,9 @@ class Progress:
             if _number(local) and (task in self._rates or len(self._rates) < 1024):
                 self._local[task] = local
                 self._rates.setdefault(task, _Rate()).add(t, local)
+        elif kind == "trace":
+            path = str(message.get("path"))[:1000]
+            return [f"[trace] {task} traced global step {step} into {path}"]
         elif kind == "checkpoint":
             path = str(message.get("path"))[:1000]
             self.checkpoint = (task, path, step)

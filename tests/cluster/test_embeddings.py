@@ -1,7 +1,7 @@
 """Embeddings on parameter servers: a table partitioned over two ps tasks, trained by a
 worker with sparse updates. Only the looked-up rows change, only they cross the network
 (counted from the step stats' receives), and a checkpoint restores onto a different number
-of ps tasks."""
+of ps tasks (saved as TF saves it: slices of the full variable)."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +33,7 @@ def _received_elements(run_metadata):
     per_device = {}
     for dev in run_metadata.step_stats.dev_stats:
         n = sum(int(np.prod(s.output_shapes[0])) for s in dev.node_stats
-                if s.timeline_label.endswith("= _Recv()") and s.output_shapes)
+                if " = _Recv(" in s.timeline_label and s.output_shapes)
         per_device[dev.device] = per_device.get(dev.device, 0) + n
     return per_device
 
@@ -85,17 +85,27 @@ def test_partitioned_checkpoint_restores_onto_a_different_number_of_ps_tasks(mak
             saved = np.concatenate(sess.run(list(emb)))
             path = saver.save(sess, str(tmp_path / "emb.ckpt"))
     assert dict(tf.train.list_variables(path))["emb"] == [ROWS, DIM]
-    one = make_cluster(ps=1, worker=1).start_all()
+    # As TF writes it: the full name lists each ps task's slice; sharded, each slice sits in
+    # the data file of the task that saved it.
+    from dtf.state import checkpoint_io
+
+    reader = checkpoint_io.open_reader(path)
+    slices = reader._entry("emb").slices
+    assert sorted((s.extent[0].start, s.extent[0].length) for s in slices) == [(0, ROWS // 2),
+                                                                              (ROWS // 2, ROWS // 2)]
+    assert reader.header.num_shards == (2 if sharded else 1)
+    three = make_cluster(ps=3, worker=1).start_all()
     with tf.Graph().as_default():
-        setter = tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0",
-                                                cluster=one.cluster_spec())
+        setter = tf.train.replica_device_setter(ps_tasks=3, worker_device="/job:worker/task:0",
+                                                cluster=three.cluster_spec())
         with tf.device(setter):
             emb3 = tf.get_variable("emb", [ROWS, DIM], partitioner=tf.fixed_size_partitioner(3))
         saver = tf.train.Saver()
-        with tf.Session(one.target("worker", 0)) as sess:
+        with tf.Session(three.target("worker", 0)) as sess:
             saver.restore(sess, path)
             restored = sess.run(tf.convert_to_tensor(emb3))
     assert [v.op.name for v in emb3] == ["emb/part_0", "emb/part_1", "emb/part_2"]
+    assert [v.device for v in emb3] == [f"/job:ps/task:{i}" for i in range(3)]
     np.testing.assert_array_equal(restored, saved)
 
 

@@ -47,6 +47,7 @@ HOST_ONLY = {
     "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
     "IdentityReaderV2", "ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
+    "StringToHashBucketFast", "AsString", "SparseCross",
 }
 # Not yet on GPU (docs/control_flow.md): control-flow ops run their bodies on the CPU, and
 # TensorArray buffers live in host memory; a GPU-pinned cond or loop needs soft placement.

@@ -23,3 +23,4 @@ from . import sparse  # noqa: F401
 from . import candidate_sampling  # noqa: F401
 from . import tensor_array  # noqa: F401
 from . import parsing  # noqa: F401
+from . import feature  # noqa: F401

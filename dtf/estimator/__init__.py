@@ -6,3 +6,7 @@ from dtf.estimator.model_fn import EstimatorSpec, ModeKeys  # noqa: F401
 from dtf.estimator.run_config import RunConfig  # noqa: F401
 from dtf.estimator.training import EvalSpec, TrainSpec, train_and_evaluate  # noqa: F401,E402
 from dtf.estimator.warm_starting import WarmStartSettings  # noqa: F401,E402
+from dtf.estimator.canned import (  # noqa: F401,E402
+    DNNClassifier, DNNLinearCombinedClassifier, DNNLinearCombinedRegressor, DNNRegressor,
+    LinearClassifier, LinearRegressor,
+)

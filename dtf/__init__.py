@@ -95,6 +95,7 @@ _LAZY_MODULES["python_io"] = "dtf.io.python_io"
 _LAZY_MODULES["graph_util"] = "dtf.graph_util"
 _LAZY_MODULES["estimator"] = "dtf.estimator"
 _LAZY_MODULES["feature_column"] = "dtf.feature_column"
+_LAZY_MODULES["saved_model"] = "dtf.saved_model"
 _LAZY_NAMES.update({n: "dtf.framework.graph_pb" for n in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef")})
 _LAZY_NAMES["import_graph_def"] = "dtf.framework.importer"
 _LAZY_NAMES.update({n: "dtf.framework.tensor_util" for n in ("make_tensor_proto", "make_ndarray")})

@@ -10,3 +10,4 @@ from dtf.estimator.canned import (  # noqa: F401,E402
     DNNClassifier, DNNLinearCombinedClassifier, DNNLinearCombinedRegressor, DNNRegressor,
     LinearClassifier, LinearRegressor,
 )
+from dtf.estimator import export  # noqa: F401,E402

@@ -1,0 +1,120 @@
+"""tf.saved_model: a SavedModel written by dtf read back into a dtf Session, one written by
+TensorFlow (tests/fixtures/tf/saved_model_dense) loaded by dtf, an Estimator's export, and
+(with DTF_TEST_TF_PYTHON) TensorFlow's loader reading dtf's SavedModel."""
+import os
+
+import numpy as np
+import pytest
+
+import dtf as tf
+from tests.tf_subprocess import run_tf
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf")
+
+
+def _write_dense(path):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        w = tf.get_variable("w", initializer=tf.constant([[1.0], [2.0]]))
+        y = tf.add(tf.matmul(x, w), 0.5, name="y")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(w.assign([[3.0], [4.0]]))
+            tf.saved_model.simple_save(sess, str(path), {"x": x}, {"y": y})
+
+
+def test_simple_save_layout_and_load(tmp_path):
+    out = tmp_path / "m"
+    _write_dense(out)
+    assert sorted(os.listdir(out)) == ["saved_model.pb", "variables"]
+    assert sorted(os.listdir(out / "variables")) == ["variables.data-00000-of-00001",
+                                                     "variables.index"]
+    assert tf.saved_model.loader.maybe_saved_model_directory(str(out))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, [tf.saved_model.tag_constants.SERVING], str(out))
+        sig = meta.signature_def[tf.saved_model.signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY]
+        assert sig.method_name == "tensorflow/serving/predict"
+        assert sig.inputs["x"].name == "x:0" and sig.outputs["y"].name == "y:0"
+        assert [d.size for d in sig.inputs["x"].tensor_shape.dim] == [-1, 2]
+        got = sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: [[1.0, 1.0]]})
+    np.testing.assert_allclose(got, [[7.5]])
+
+
+def test_load_errors(tmp_path):
+    out = tmp_path / "m"
+    _write_dense(out)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with pytest.raises(RuntimeError, match="could not be found in SavedModel"):
+            tf.saved_model.loader.load(sess, ["train"], str(out))
+        with pytest.raises(IOError, match="SavedModel file does not exist"):
+            tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "nothing"))
+    with pytest.raises(AssertionError, match="isn't empty"):
+        tf.saved_model.builder.SavedModelBuilder(str(out))
+
+
+def test_builder_two_meta_graphs_and_main_op(tmp_path):
+    out = tmp_path / "b"
+    with tf.Graph().as_default():
+        v = tf.get_variable("v", initializer=tf.constant(2.0))
+        counter = tf.get_variable("counter", initializer=tf.constant(0.0),
+                                  collections=[tf.GraphKeys.LOCAL_VARIABLES])
+        main_op = tf.group(tf.local_variables_initializer(), name="main_op")
+        b = tf.saved_model.builder.SavedModelBuilder(str(out))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(v.assign(5.0))
+            b.add_meta_graph_and_variables(sess, ["serve"], main_op=main_op)
+            with pytest.raises(AssertionError, match="already been saved"):
+                b.add_meta_graph_and_variables(sess, ["train"])
+            b.add_meta_graph(["train", "gpu"], main_op=main_op)
+        b.save()
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.saved_model.loader.load(sess, ["gpu", "train"], str(out))
+        assert sess.run("v:0") == 5.0 and sess.run("counter:0") == 0.0
+
+
+def test_loads_a_savedmodel_written_by_tensorflow():
+    io = np.load(os.path.join(FIXTURES, "saved_model_io.npz"))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], os.path.join(FIXTURES,
+                                                                          "saved_model_dense"))
+        sig = meta.signature_def["serving_default"]
+        got = sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: io["x"]})
+    np.testing.assert_allclose(got, io["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_estimator_export_saved_model_round_trip(tmp_path):
+    fc = tf.feature_column
+    rng = np.random.RandomState(0)
+    x = rng.randn(32, 2).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    est = tf.estimator.DNNClassifier([4], [fc.numeric_column("x", shape=(2,))],
+                                     model_dir=str(tmp_path / "model"))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=8, num_epochs=None,
+                                                 shuffle=True),
+              steps=20)
+    with tf.Graph().as_default():
+        receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
+            {"x": tf.placeholder(tf.float32, [None, 2])})
+    export_dir = est.export_saved_model(str(tmp_path / "export"), receiver)
+    assert isinstance(export_dir, bytes) and os.path.basename(export_dir).isdigit()
+    want = [p["probabilities"] for p in est.predict(tf.estimator.inputs.numpy_input_fn(
+        {"x": x[:4]}, shuffle=False))]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        sig = meta.signature_def["serving_default"]
+        assert {"probabilities", "class_ids", "logits"} <= set(sig.outputs)
+        got = sess.run(sig.outputs["probabilities"].name, {sig.inputs["x"].name: x[:4]})
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-5)
+
+
+def test_tensorflow_loads_dtf_savedmodel(tmp_path):
+    out = tmp_path / "m"
+    _write_dense(out)
+    got = run_tf("""
+with tf.Session(graph=tf.Graph()) as sess:
+    meta = tf.saved_model.loader.load(sess, ["serve"], sys.argv[1])
+    sig = meta.signature_def["serving_default"]
+    print(json.dumps(sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: [[1.0, 1.0]]}).tolist()))
+""", str(out))
+    assert got.strip().splitlines()[-1] == "[[7.5]]"

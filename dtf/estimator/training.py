@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import time
 
 from dtf.estimator.model_fn import validate_hooks
@@ -20,6 +21,7 @@ log = logging.getLogger("dtf")
 _DELAY_SECS_PER_WORKER = 5  # TF: worker k starts (k+1) * 5 s after the chief...
 _MAX_DELAY_SECS = 60  # ...but never more than a minute late
 _TRAINER_JOBS = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER)
+_SERVERS_UP_ENV = "DTF_SERVERS_UP"  # set by `dtf run` (dtf/cli/run.py): the servers are up
 
 
 def _validate_input_fn(input_fn):
@@ -194,6 +196,12 @@ class _TrainingExecutor:
         from dtf.client.config import ConfigProto
         from dtf.train.server import Server
 
+        if os.environ.get(_SERVERS_UP_ENV) == "1":
+            # Under `dtf run` the cluster's servers are up already (`dtf up`): this task's
+            # session talks to its own, which holds the port TF would bind here.
+            log.info("Using the running server of %s:%s (%s is set).", config.task_type,
+                     config.task_id, _SERVERS_UP_ENV)
+            return None
         if not config.cluster_spec or not config.task_type or config.task_id is None:
             raise RuntimeError("Could not start server; be sure to specify cluster_spec, "
                                "task_type, and task in RunConfig or set the TF_CONFIG "
@@ -231,6 +239,8 @@ class _TrainingExecutor:
 
     def run_ps(self):
         server = self._start_std_server(self._estimator.config)
+        if server is None:   # the cluster's own ps server serves (DTF_SERVERS_UP)
+            return
         server.join()
 
     def run_evaluator(self):

@@ -3,16 +3,21 @@
 The export graph is the model_fn's PREDICT graph on the receiver's features; the latest
 checkpoint's variables go to a SavedModel (tagged 'serve') under
 ``export_dir_base/<timestamp>``, first written to a temporary directory and then renamed,
-as TF does. Its ``serving_default`` signature is a Predict signature of the receiver
-tensors and the predictions (TF's canned heads add classify/regress signatures too; dtf
-exports the Predict one)."""
+as TF does. Each of the model's export outputs becomes a signature (a Predict signature of
+the predictions when the model names none); one that does not fit the receiver (Classify
+and Regress take one string tensor of serialized tf.Examples) is left out and logged."""
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import time
 
+from dtf.estimator.export_output import (  # noqa: F401 - tf.estimator.export's names
+    ClassificationOutput, ExportOutput, PredictOutput, RegressionOutput, get_export_outputs)
 from dtf.framework import ops as _ops
+
+log = logging.getLogger("dtf")
 
 
 class ServingInputReceiver(collections.namedtuple(
@@ -72,8 +77,7 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
                        assets_extra=None, as_text=False, checkpoint_path=None):
     from dtf.estimator.model_fn import ModeKeys
     from dtf.saved_model import builder as _builder
-    from dtf.saved_model import signature_constants, tag_constants
-    from dtf.saved_model.signature_def_utils import predict_signature_def
+    from dtf.saved_model import tag_constants
     from dtf.client.session import Session
     from dtf.train.saver import Saver
 
@@ -98,10 +102,8 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
             raise ValueError("serving_input_receiver_fn must return a ServingInputReceiver")
         spec = estimator._call_model_fn(receiver.features, None, ModeKeys.PREDICT,
                                         estimator.config)
-        outputs = spec.predictions if isinstance(spec.predictions, dict) else {
-            "output": spec.predictions}
-        sig = {signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
-               predict_signature_def(receiver.receiver_tensors, outputs)}
+        sig = build_all_signature_defs(receiver.receiver_tensors,
+                                       get_export_outputs(spec.export_outputs, spec.predictions))
         with Session(graph=g) as sess:
             Saver(sharded=False, allow_empty=True).restore(sess, checkpoint_path)
             b = _builder.SavedModelBuilder(temp)
@@ -110,3 +112,25 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
             b.save(as_text)
     os.rename(temp, final)
     return final.encode()
+
+
+def build_all_signature_defs(receiver_tensors, export_outputs):
+    """One SignatureDef per export output that fits the receiver tensors (TF's rule: the
+    others are left out and logged); ValueError when none fits."""
+    from dtf.saved_model.signature_def_utils import is_valid_signature
+
+    sigs, excluded = {}, {}
+    for key, output in export_outputs.items():
+        try:
+            sigs[str(key)] = output.as_signature_def(receiver_tensors)
+        except ValueError as e:
+            excluded[str(key)] = str(e)
+    for key, why in sorted(excluded.items()):
+        log.warning("Signature %s excluded from the export: %s", key, why)
+    sigs = {k: v for k, v in sigs.items() if is_valid_signature(v)}
+    if not sigs:
+        raise ValueError(f"Export failed: no signature fits the serving input; excluded: "
+                         f"{excluded}")
+    if "serving_default" not in sigs:
+        log.warning("Export includes no default signature!")
+    return sigs

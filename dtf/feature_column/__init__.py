@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dtf.framework import dtypes as _dtypes
 from .columns import (
-    _BucketizedColumn, _CategoricalColumn, _CrossedColumn, _EmbeddingColumn,
+    _FeatureColumn, _BucketizedColumn, _CategoricalColumn, _CrossedColumn, _EmbeddingColumn,
     _HashedCategoricalColumn, _IdentityCategoricalColumn, _IndicatorColumn, _NumericColumn,
     _VocabularyListCategoricalColumn, default_embedding_initializer,
 )
@@ -14,7 +14,7 @@ from .layers import input_layer, linear_model  # noqa: F401
 __all__ = ["numeric_column", "bucketized_column", "categorical_column_with_identity",
            "categorical_column_with_hash_bucket", "categorical_column_with_vocabulary_list",
            "crossed_column", "embedding_column", "indicator_column", "input_layer",
-           "linear_model"]
+           "linear_model", "make_parse_example_spec"]
 
 
 def _check_key(key):
@@ -179,3 +179,19 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
                             combiner=combiner,
                             initializer=initializer or default_embedding_initializer(dimension),
                             trainable=trainable)
+
+
+def make_parse_example_spec(feature_columns):
+    """The ``parse_example`` features dict the columns read: FixedLenFeature for numeric
+    columns, VarLenFeature for categorical ones (crossed columns: each of their keys)."""
+    result = {}
+    for column in feature_columns:
+        if not isinstance(column, _FeatureColumn):
+            raise ValueError(f"All feature_columns must be _FeatureColumn instances. Given: "
+                             f"{column}")
+        for key, value in column._parse_example_spec.items():
+            if key in result and value != result[key]:
+                raise ValueError(f"feature_columns contain different parse_spec for key {key}. "
+                                 f"Given {value} and {result[key]}")
+            result[key] = value
+    return result

@@ -71,6 +71,11 @@ class _NumericColumn(_DenseColumn):
     def _variable_shape(self):
         return TensorShape(self.shape)
 
+    @property
+    def _parse_example_spec(self):
+        from dtf.io.parsing_ops import FixedLenFeature
+        return {self.key: FixedLenFeature(self.shape, self.dtype, self.default_value)}
+
     def _transform_feature(self, builder):
         x = builder.get(self.key)
         if isinstance(x, SparseTensor):
@@ -98,6 +103,8 @@ class _BucketizedColumn(_DenseColumn, _CategoricalColumn):
     @property
     def _num_buckets(self):
         return (len(self.boundaries) + 1) * self.source_column.shape[0]
+
+    _parse_example_spec = property(lambda self: self.source_column._parse_example_spec)
 
     def _transform_feature(self, builder):
         return feature_ops.bucketize(builder.get(self.source_column), self.boundaries)
@@ -147,6 +154,7 @@ class _IdentityCategoricalColumn(_CategoricalColumn):
 
     name = property(lambda self: self.key)
     _num_buckets = property(lambda self: self.num_buckets)
+    _parse_example_spec = property(lambda self: _var_len(self.key, dtypes.int64))
 
     def _transform_feature(self, builder):
         sp = to_sparse_input(builder.get(self.key))
@@ -181,6 +189,7 @@ class _HashedCategoricalColumn(_CategoricalColumn):
 
     name = property(lambda self: self.key)
     _num_buckets = property(lambda self: self.hash_bucket_size)
+    _parse_example_spec = property(lambda self: _var_len(self.key, self.dtype))
 
     def _transform_feature(self, builder):
         sp = to_sparse_input(builder.get(self.key))
@@ -201,6 +210,7 @@ class _VocabularyListCategoricalColumn(_CategoricalColumn):
 
     name = property(lambda self: self.key)
     _num_buckets = property(lambda self: len(self.vocabulary_list) + self.num_oov_buckets)
+    _parse_example_spec = property(lambda self: _var_len(self.key, self.dtype))
 
     def _transform_feature(self, builder):
         sp = to_sparse_input(builder.get(self.key))
@@ -234,6 +244,11 @@ class _VocabularyListCategoricalColumn(_CategoricalColumn):
         return IdWeightPair(builder.get(self), None)
 
 
+def _var_len(key, dtype):
+    from dtf.io.parsing_ops import VarLenFeature
+    return {key: VarLenFeature(dtype)}
+
+
 def _check_same_kind(column_dtype, input_dtype, key):
     if (column_dtype == dtypes.string) != (input_dtype == dtypes.string):
         raise ValueError(f"Column dtype and SparseTensors dtype must be compatible. key: {key}, "
@@ -249,6 +264,14 @@ class _CrossedColumn(_CategoricalColumn):
         return "_X_".join(sorted(names))
 
     _num_buckets = property(lambda self: self.hash_bucket_size)
+
+    @property
+    def _parse_example_spec(self):
+        spec = {}
+        for key in self.keys:
+            spec.update(key._parse_example_spec if isinstance(key, _FeatureColumn)
+                        else _var_len(key, dtypes.string))
+        return spec
 
     def _transform_feature(self, builder):
         inputs = []
@@ -277,6 +300,7 @@ class _IndicatorColumn(_DenseColumn):
 
     name = property(lambda self: f"{self.categorical_column.name}_indicator")
     _variable_shape = property(lambda self: TensorShape([self.categorical_column._num_buckets]))
+    _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
 
     def _transform_feature(self, builder):
         from dtf.ops.slicing_ops import one_hot
@@ -297,6 +321,7 @@ class _EmbeddingColumn(_DenseColumn):
 
     name = property(lambda self: f"{self.categorical_column.name}_embedding")
     _variable_shape = property(lambda self: TensorShape([self.dimension]))
+    _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
 
     def _transform_feature(self, builder):
         return self.categorical_column._get_sparse_tensors(builder)

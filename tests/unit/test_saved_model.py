@@ -83,29 +83,62 @@ def test_loads_a_savedmodel_written_by_tensorflow():
     np.testing.assert_allclose(got, io["y"], rtol=1e-5, atol=1e-6)
 
 
-def test_estimator_export_saved_model_round_trip(tmp_path):
+def _trained_classifier(tmp_path):
     fc = tf.feature_column
     rng = np.random.RandomState(0)
     x = rng.randn(32, 2).astype(np.float32)
+    color = rng.choice(["red", "blue"], 32)
     y = (x[:, 0] > 0).astype(np.int64)
-    est = tf.estimator.DNNClassifier([4], [fc.numeric_column("x", shape=(2,))],
-                                     model_dir=str(tmp_path / "model"))
-    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=8, num_epochs=None,
-                                                 shuffle=True),
-              steps=20)
+    cols = [fc.numeric_column("x", shape=(2,)), fc.indicator_column(
+        fc.categorical_column_with_vocabulary_list("color", ["red", "blue"]))]
+    est = tf.estimator.DNNClassifier([4], cols, model_dir=str(tmp_path / "model"))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x, "color": color}, y, batch_size=8,
+                                                 num_epochs=None, shuffle=True), steps=20)
+    want = np.stack([p["probabilities"] for p in est.predict(tf.estimator.inputs.numpy_input_fn(
+        {"x": x[:4], "color": color[:4]}, shuffle=False))])
+    return est, cols, x[:4], color[:4], want
+
+
+def test_estimator_export_raw_receiver_gives_the_predict_signature(tmp_path):
+    est, _, x, color, want = _trained_classifier(tmp_path)
     with tf.Graph().as_default():
         receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
-            {"x": tf.placeholder(tf.float32, [None, 2])})
+            {"x": tf.placeholder(tf.float32, [None, 2]), "color": tf.placeholder(tf.string, [None])})
     export_dir = est.export_saved_model(str(tmp_path / "export"), receiver)
     assert isinstance(export_dir, bytes) and os.path.basename(export_dir).isdigit()
-    want = [p["probabilities"] for p in est.predict(tf.estimator.inputs.numpy_input_fn(
-        {"x": x[:4]}, shuffle=False))]
     with tf.Graph().as_default(), tf.Session() as sess:
         meta = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        # As TF: the classify and regress outputs need serialized Examples, so with raw
+        # tensors only the predict signature is exported.
+        assert set(meta.signature_def) == {"predict"}
+        sig = meta.signature_def["predict"]
+        assert {"probabilities", "class_ids", "logits", "classes"} <= set(sig.outputs)
+        got = sess.run(sig.outputs["probabilities"].name,
+                       {sig.inputs["x"].name: x, sig.inputs["color"].name: color})
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_estimator_export_parsing_receiver_gives_classify_signatures(tmp_path):
+    est, cols, x, color, want = _trained_classifier(tmp_path)
+    spec = tf.feature_column.make_parse_example_spec(cols)
+    assert set(spec) == {"x", "color"}
+    receiver = tf.estimator.export.build_parsing_serving_input_receiver_fn(spec)
+    export_dir = est.export_savedmodel(str(tmp_path / "export"), receiver)
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=list(row))),
+        "color": tf.train.Feature(bytes_list=tf.train.BytesList(value=[c.encode()]))}))
+        .SerializeToString() for row, c in zip(x, color)]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        assert set(meta.signature_def) == {"serving_default", "classification", "regression",
+                                           "predict"}
         sig = meta.signature_def["serving_default"]
-        assert {"probabilities", "class_ids", "logits"} <= set(sig.outputs)
-        got = sess.run(sig.outputs["probabilities"].name, {sig.inputs["x"].name: x[:4]})
-    np.testing.assert_allclose(got, np.stack(want), rtol=1e-5)
+        assert sig.method_name == "tensorflow/serving/classify"
+        assert set(sig.inputs) == {"inputs"} and set(sig.outputs) == {"classes", "scores"}
+        scores, classes = sess.run([sig.outputs["scores"].name, sig.outputs["classes"].name],
+                                   {sig.inputs["inputs"].name: examples})
+    np.testing.assert_allclose(scores, want, rtol=1e-5)
+    assert classes.tolist() == [[b"0", b"1"]] * 4
 
 
 def test_tensorflow_loads_dtf_savedmodel(tmp_path):
@@ -118,3 +151,20 @@ with tf.Session(graph=tf.Graph()) as sess:
     print(json.dumps(sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: [[1.0, 1.0]]}).tolist()))
 """, str(out))
     assert got.strip().splitlines()[-1] == "[[7.5]]"
+
+
+def test_export_outputs_default_rules():
+    from dtf.estimator.export_output import get_export_outputs
+
+    with tf.Graph().as_default():
+        p = tf.constant([[1.0]])
+        default = get_export_outputs(None, {"p": p})
+        assert list(default) == ["serving_default"]
+        assert isinstance(default["serving_default"], tf.estimator.export.PredictOutput)
+        one = get_export_outputs({"mine": tf.estimator.export.RegressionOutput(p)}, None)
+        assert set(one) == {"mine", "serving_default"}
+        with pytest.raises(ValueError, match="none of them is specified as the default"):
+            get_export_outputs({"a": tf.estimator.export.PredictOutput(p),
+                                "b": tf.estimator.export.PredictOutput(p)}, None)
+        with pytest.raises(ValueError, match="single string Tensor"):
+            tf.estimator.export.ClassificationOutput(scores=p).as_signature_def({"x": p})

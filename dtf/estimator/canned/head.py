@@ -94,7 +94,8 @@ class _Head:
             logits = tf.reshape(logits, [-1, self.logits_dimension])
             predictions = self._predictions(logits)
             if mode == ModeKeys.PREDICT:
-                return EstimatorSpec(mode, predictions=predictions)
+                return EstimatorSpec(mode, predictions=predictions,
+                                     export_outputs=self._export_outputs(predictions))
             weights = _weights(features, self.weight_column, logits)
             unreduced, label_values = self._unreduced_loss(logits, labels)
             loss = tf.losses.compute_weighted_loss(unreduced, weights=weights,
@@ -117,7 +118,27 @@ class _Head:
                                  train_op=train_op_fn(loss))
 
 
+_DEFAULT, _CLASSIFY, _REGRESS, _PREDICT = "serving_default", "classification", "regression", \
+    "predict"
+
+
 class _ClassHead(_Head):
+    def _classification_output(self, scores):
+        # TF's _classification_output: every class name, tiled over the batch.
+        tf = _tf()
+        from dtf.estimator.export_output import ClassificationOutput
+        from dtf.ops.feature_ops import as_string_int
+        n = max(self.n_classes, 2)
+        names = (tf.constant(list(self.label_vocabulary)) if self.label_vocabulary
+                 else as_string_int(tf.range(n)))
+        classes = tf.tile(tf.expand_dims(names, 0), [tf.shape(scores)[0], 1])
+        return ClassificationOutput(scores=scores, classes=classes)
+
+    def _export_outputs(self, predictions):
+        from dtf.estimator.export_output import PredictOutput
+        out = self._classification_output(predictions[PredictionKeys.PROBABILITIES])
+        return {_DEFAULT: out, _CLASSIFY: out, _PREDICT: PredictOutput(predictions)}
+
     def _classes(self, class_ids):
         tf = _tf()
         from dtf.ops.feature_ops import as_string_int
@@ -133,6 +154,12 @@ class _ClassHead(_Head):
 
 
 class BinaryHead(_ClassHead):
+    def _export_outputs(self, predictions):
+        from dtf.estimator.export_output import RegressionOutput
+        outputs = super()._export_outputs(predictions)
+        outputs[_REGRESS] = RegressionOutput(value=predictions[PredictionKeys.LOGISTIC])
+        return outputs
+
     def _predictions(self, logits):
         tf = _tf()
         P = PredictionKeys
@@ -198,6 +225,14 @@ class MultiClassHead(_ClassHead):
 
 
 class RegressionHead(_Head):
+    def _export_outputs(self, predictions):
+        from dtf.estimator.export_output import PredictOutput, RegressionOutput
+        predict = PredictOutput(predictions)
+        if self.logits_dimension != 1:
+            return {_DEFAULT: predict, _PREDICT: predict}
+        regress = RegressionOutput(value=predictions[PredictionKeys.PREDICTIONS])
+        return {_DEFAULT: regress, _REGRESS: regress, _PREDICT: predict}
+
     def _predictions(self, logits):
         return {PredictionKeys.PREDICTIONS: logits}
 

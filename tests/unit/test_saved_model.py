@@ -1,6 +1,7 @@
 """tf.saved_model: a SavedModel written by dtf read back into a dtf Session, one written by
 TensorFlow (tests/fixtures/tf/saved_model_dense) loaded by dtf, an Estimator's export, and
 (with DTF_TEST_TF_PYTHON) TensorFlow's loader reading dtf's SavedModel."""
+import json
 import os
 
 import numpy as np
@@ -168,3 +169,45 @@ def test_export_outputs_default_rules():
                                 "b": tf.estimator.export.PredictOutput(p)}, None)
         with pytest.raises(ValueError, match="single string Tensor"):
             tf.estimator.export.ClassificationOutput(scores=p).as_signature_def({"x": p})
+
+
+def test_tensorflow_serves_an_exported_wide_and_deep_model(tmp_path):
+    """TF's loader runs dtf's export of a model with hashed, crossed, bucketized and
+    vocabulary columns (StringToHashBucketFast, SparseCross, Bucketize, AsString in TF's
+    own kernels) and gives the probabilities dtf's predict gave."""
+    fc = tf.feature_column
+    rng = np.random.RandomState(0)
+    x = rng.randn(64).astype(np.float32)
+    w = rng.choice(["a", "b", "c", "d"], 64)
+    k = rng.randint(0, 5, 64).astype(np.int64)
+    y = ((x > 0) ^ (w == "a")).astype(np.int64)
+    b = fc.bucketized_column(fc.numeric_column("x"), [-1.0, 0.0, 1.0])
+    linear = [b, fc.categorical_column_with_hash_bucket("w", 7), fc.crossed_column([b, "w"], 11),
+              fc.categorical_column_with_vocabulary_list("k", [1, 2, 3], num_oov_buckets=1)]
+    dnn = [fc.numeric_column("x"),
+           fc.embedding_column(fc.categorical_column_with_hash_bucket("w", 7), 2),
+           fc.indicator_column(fc.categorical_column_with_identity("k", 5))]
+    est = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "model"), linear_feature_columns=linear,
+        dnn_feature_columns=dnn, dnn_hidden_units=[4])
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x, "w": w, "k": k}, y, batch_size=16,
+                                                 num_epochs=None, shuffle=True), steps=30)
+    feed = {"x": x[:5], "w": w[:5], "k": k[:5]}
+    want = np.stack([p["probabilities"] for p in est.predict(
+        tf.estimator.inputs.numpy_input_fn(feed, shuffle=False))])
+    with tf.Graph().as_default():
+        receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
+            {"x": tf.placeholder(tf.float32, [None]), "w": tf.placeholder(tf.string, [None]),
+             "k": tf.placeholder(tf.int64, [None])})
+    export_dir = est.export_saved_model(str(tmp_path / "export"), receiver)
+    np.savez(tmp_path / "io.npz", **feed)
+    got = run_tf("""
+io = np.load(sys.argv[2])
+with tf.Session(graph=tf.Graph()) as sess:
+    meta = tf.saved_model.loader.load(sess, ["serve"], sys.argv[1])
+    sig = meta.signature_def["predict"]
+    out = sess.run(sig.outputs["probabilities"].name, {sig.inputs[k].name: io[k] for k in "xwk"})
+    print(json.dumps(out.tolist()))
+""", export_dir.decode(), str(tmp_path / "io.npz"))
+    np.testing.assert_allclose(json.loads(got.strip().splitlines()[-1]), want, rtol=1e-5,
+                               atol=1e-6)

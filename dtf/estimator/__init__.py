@@ -1,5 +1,5 @@
-"""tf.estimator: Estimator, EstimatorSpec, ModeKeys, RunConfig and numpy input_fns (TF 1.15's
-API; canned estimators, feature columns and SavedModel export are not part of dtf yet)."""
+"""tf.estimator: Estimator, EstimatorSpec, ModeKeys, RunConfig, numpy input_fns, the canned
+estimators and SavedModel export (TF 1.15's API); docs/estimator.md says what differs."""
 from dtf.estimator import inputs  # noqa: F401 - tf.estimator.inputs.numpy_input_fn
 from dtf.estimator.estimator import Estimator  # noqa: F401
 from dtf.estimator.model_fn import EstimatorSpec, ModeKeys  # noqa: F401

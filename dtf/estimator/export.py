@@ -19,6 +19,8 @@ from dtf.framework import ops as _ops
 
 log = logging.getLogger("dtf")
 
+__all__ = ["ServingInputReceiver", "build_raw_serving_input_receiver_fn", "build_parsing_serving_input_receiver_fn", "ExportOutput", "PredictOutput", "ClassificationOutput", "RegressionOutput"]
+
 
 class ServingInputReceiver(collections.namedtuple(
         "ServingInputReceiver", ["features", "receiver_tensors",

@@ -7,6 +7,8 @@ import os
 
 from .proto import MetaGraphDef, SavedModel
 
+__all__ = ["SavedModelBuilder"]
+
 SAVED_MODEL_FILENAME_PB = "saved_model.pb"
 SAVED_MODEL_FILENAME_PBTXT = "saved_model.pbtxt"
 VARIABLES_DIRECTORY = "variables"

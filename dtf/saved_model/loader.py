@@ -8,6 +8,8 @@ from .builder import (LEGACY_INIT_OP_KEY, MAIN_OP_KEY, SAVED_MODEL_FILENAME_PB,
                       SAVED_MODEL_FILENAME_PBTXT, VARIABLES_DIRECTORY, VARIABLES_FILENAME)
 from .proto import SavedModel
 
+__all__ = ["load", "maybe_saved_model_directory"]
+
 
 def _path(export_dir):
     return os.fspath(export_dir.decode() if isinstance(export_dir, bytes) else export_dir)

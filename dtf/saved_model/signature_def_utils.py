@@ -5,6 +5,8 @@ from . import signature_constants as sc
 from .proto import SignatureDef
 from .utils import build_tensor_info
 
+__all__ = ["build_signature_def", "classification_signature_def", "is_valid_signature", "predict_signature_def", "regression_signature_def"]
+
 
 def build_signature_def(inputs=None, outputs=None, method_name=None):
     """A SignatureDef of ``inputs`` and ``outputs`` (dicts of TensorInfo) and ``method_name``."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dtf.framework import graph_pb as pb
 from .proto import TensorInfo
 
+__all__ = ["build_tensor_info", "get_tensor_from_tensor_info"]
+
 
 def build_tensor_info(tensor):
     """The TensorInfo (name, dtype, shape; or the three names of a SparseTensor) of ``tensor``."""

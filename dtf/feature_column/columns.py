@@ -19,6 +19,7 @@ from dtf.ops import feature_ops
 from dtf.ops.scatter_nd_ops import gather_nd as _gather_nd
 from dtf.ops.sparse_ops import SparseTensor
 
+_FP_BUCKETS = (1 << 63) - 1   # string keys are searched by Fingerprint64 mod this (int64)
 IdWeightPair = collections.namedtuple("IdWeightPair", ["id_tensor", "weight_tensor"])
 
 
@@ -223,14 +224,35 @@ class _VocabularyListCategoricalColumn(_CategoricalColumn):
         return SparseTensor(sp.indices, ids, sp.dense_shape)
 
     def _lookup(self, values):
-        # TF looks the keys up in an initialized hash table (index_table_from_tensor); the
-        # same ids come from comparing each key with the vocabulary, with no table state.
-        vocab = _ops.convert_to_tensor(list(self.vocabulary_list), dtype=values.dtype,
-                                       name="vocabulary")
-        eq = math_ops.equal(array_ops.expand_dims(values, 1), array_ops.expand_dims(vocab, 0))
-        from dtf.ops.reduction_ops import argmax, reduce_any
-        found = reduce_any(eq, axis=1)
-        index = argmax(math_ops.cast(eq, dtypes.int32), axis=1, output_type=dtypes.int64)
+        # TF looks the keys up in an initialized hash table (index_table_from_tensor). Here
+        # a binary search over the sorted vocabulary (int64 keys, or the strings' 63-bit
+        # fingerprints) finds the candidate and an exact comparison confirms it: the same
+        # ids, no table state, and O(batch log vocabulary) work rather than a batch x
+        # vocabulary comparison.
+        import numpy as np
+        from dtf.ops.array_extra_ops import searchsorted
+        from dtf.ops.slicing_ops import gather
+
+        vocab = list(self.vocabulary_list)
+        if values.dtype == dtypes.string:
+            from dtf.framework.farmhash import fingerprint64
+            keys = [fingerprint64(v.encode()) % _FP_BUCKETS for v in vocab]
+            if len(set(keys)) != len(keys):   # two words, one 63-bit fingerprint: never seen
+                raise ValueError(f"vocabulary of column {self.key}: two words share a "
+                                 "fingerprint; dtf cannot look them up apart")
+            probe = feature_ops.string_to_hash_bucket_fast(values, _FP_BUCKETS)
+        else:
+            keys = vocab
+            probe = values
+        order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
+        sorted_keys = _ops.convert_to_tensor(np.asarray(keys, np.int64)[order], name="keys")
+        sorted_vocab = _ops.convert_to_tensor(np.asarray(vocab, dtype=object if values.dtype ==
+                                                         dtypes.string else np.int64)[order],
+                                              dtype=values.dtype, name="vocabulary")
+        pos = math_ops.minimum(searchsorted(sorted_keys, probe, out_type=dtypes.int64),
+                               len(vocab) - 1)
+        found = math_ops.equal(gather(sorted_vocab, pos), values)
+        index = gather(_ops.convert_to_tensor(order.astype(np.int64), name="ids"), pos)
         if self.num_oov_buckets:
             text = values if values.dtype == dtypes.string else feature_ops.as_string_int(values)
             missing = feature_ops.string_to_hash_bucket_fast(text, self.num_oov_buckets) + len(

@@ -75,3 +75,24 @@ def test_columns_are_values_and_input_layer_trains_embeddings():
             sess.run(step)
             got = sess.run(table)
         np.testing.assert_allclose(got[:, 0], [1.0, 0.5, 1.0, 0.5])
+
+
+@pytest.mark.parametrize("kind", ["string", "int"])
+def test_large_vocabulary_lookup_matches_a_dict(kind):
+    rng = np.random.RandomState(5)
+    words = rng.permutation(20000)[:5000]
+    vocab = [f"w{w}" for w in words] if kind == "string" else [int(w) * 7 - 3 for w in words]
+    probe = np.concatenate([rng.choice(np.asarray(vocab, dtype=object), 300),
+                            np.asarray(["nope", "w-1"] if kind == "string" else [-100, 10 ** 9],
+                                       dtype=object)])
+    probe = probe.astype(str) if kind == "string" else probe.astype(np.int64)
+    want = np.asarray([{v: i for i, v in enumerate(vocab)}.get(
+        p if kind == "string" else int(p), len(vocab)) for p in probe])
+    from dtf.feature_column.layers import LazyBuilder
+
+    with tf.Graph().as_default():
+        col = fc.categorical_column_with_vocabulary_list("v", vocab, default_value=len(vocab))
+        ids = LazyBuilder({"v": tf.constant(probe)}).get(col).values
+        with tf.Session() as sess:
+            got = sess.run(ids)
+    np.testing.assert_array_equal(got, want)

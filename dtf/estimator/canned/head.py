@@ -112,7 +112,7 @@ class _Head:
                 raise ValueError("train_op_fn cannot be None.")
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("average_loss", tf.losses.compute_weighted_loss(
-                unreduced, weights=weights, reduction=tf.losses.Reduction.SUM_OVER_BATCH_SIZE,
+                unreduced, weights=weights, reduction=tf.losses.Reduction.MEAN,
                 loss_collection=None))
             return EstimatorSpec(mode, predictions=predictions, loss=loss,
                                  train_op=train_op_fn(loss))

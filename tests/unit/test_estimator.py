@@ -446,7 +446,7 @@ def test_train_and_evaluate_spec_errors(tmp_path):
         tf.estimator.EvalSpec(full_batch_input_fn, throttle_secs=-1)
     with pytest.raises(TypeError, match="`name` must be string"):
         tf.estimator.EvalSpec(full_batch_input_fn, name=1)
-    with pytest.raises(NotImplementedError, match="exporters"):
+    with pytest.raises(TypeError, match="`exporters` must be an Exporter"):
         tf.estimator.EvalSpec(full_batch_input_fn, exporters=[object()])
     spec = tf.estimator.EvalSpec(full_batch_input_fn)
     assert (spec.steps, spec.start_delay_secs, spec.throttle_secs) == (100, 120, 600)

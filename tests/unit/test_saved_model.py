@@ -211,3 +211,29 @@ with tf.Session(graph=tf.Graph()) as sess:
 """, export_dir.decode(), str(tmp_path / "io.npz"))
     np.testing.assert_allclose(json.loads(got.strip().splitlines()[-1]), want, rtol=1e-5,
                                atol=1e-6)
+
+
+def test_train_and_evaluate_runs_the_exporters(tmp_path):
+    fc = tf.feature_column
+    rng = np.random.RandomState(1)
+    x = rng.randn(64, 2).astype(np.float32)
+    y = (x @ np.array([1.0, -1.0], np.float32)).astype(np.float32)
+    est = tf.estimator.LinearRegressor([fc.numeric_column("x", shape=(2,))],
+                                       config=tf.estimator.RunConfig(model_dir=str(tmp_path),
+                                                                     save_checkpoints_steps=10))
+    with tf.Graph().as_default():
+        receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
+            {"x": tf.placeholder(tf.float32, [None, 2])})
+    latest = tf.estimator.LatestExporter("latest", receiver, exports_to_keep=1)
+    final = tf.estimator.FinalExporter("final", receiver)
+    metrics, exports = tf.estimator.train_and_evaluate(
+        est, tf.estimator.TrainSpec(tf.estimator.inputs.numpy_input_fn(
+            {"x": x}, y, batch_size=16, num_epochs=None, shuffle=True), max_steps=30),
+        tf.estimator.EvalSpec(tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False),
+                              steps=None, throttle_secs=0, exporters=[latest, final]))
+    assert metrics["global_step"] == 30 and len(exports) == 2
+    assert all(isinstance(e, bytes) and os.path.isdir(e) for e in exports)
+    assert len(os.listdir(tmp_path / "export" / "latest")) == 1   # exports_to_keep=1
+    assert len(os.listdir(tmp_path / "export" / "final")) == 1    # the final evaluation only
+    with pytest.raises(ValueError, match="unique names"):
+        tf.estimator.EvalSpec(lambda: None, exporters=[latest, latest])

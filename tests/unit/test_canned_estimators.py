@@ -1,6 +1,8 @@
 """Canned estimators (TF 1.15's v1 LinearClassifier/Regressor, DNNClassifier/Regressor,
 DNNLinearCombinedClassifier): a step checked against numpy, loss falling on small data, TF's
 variable names, eval metric keys and prediction keys."""
+import os
+
 import numpy as np
 import pytest
 
@@ -113,3 +115,26 @@ def test_unknown_optimizer_name(tmp_path):
                                        model_dir=str(tmp_path), optimizer="Nope")
     with pytest.raises(ValueError, match="Unsupported optimizer name: Nope"):
         est.train(tf.estimator.inputs.numpy_input_fn({"x": X}, Y_REG, shuffle=False), steps=1)
+
+
+def test_weighted_loss_and_training_summaries_match_numpy(tmp_path):
+    w = RS.uniform(0.5, 2.0, 64).astype(np.float32)
+    est = tf.estimator.LinearRegressor([fc.numeric_column("x", shape=(2,))],
+                                       model_dir=str(tmp_path), weight_column="w",
+                                       optimizer=tf.train.GradientDescentOptimizer(0.0),
+                                       config=tf.estimator.RunConfig(save_summary_steps=1))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": X, "w": w}, Y_REG, batch_size=64,
+                                                 num_epochs=1, shuffle=False), steps=1)
+    tags = {}
+    for f in sorted(os.listdir(tmp_path)):
+        if f.startswith("events"):
+            for event in tf.train.summary_iterator(str(tmp_path / f)):
+                for v in event.summary.value:
+                    tags[v.tag] = v.simple_value
+    want = float(np.sum(w * Y_REG ** 2))   # weights zero: the prediction is 0
+    np.testing.assert_allclose(tags["loss"], want, rtol=1e-5)
+    np.testing.assert_allclose(tags["average_loss"], want / w.sum(), rtol=1e-5)
+    got = est.evaluate(tf.estimator.inputs.numpy_input_fn({"x": X, "w": w}, Y_REG,
+                                                          batch_size=64, shuffle=False))
+    np.testing.assert_allclose(got["average_loss"], want / w.sum(), rtol=1e-5)
+    np.testing.assert_allclose(got["label/mean"], np.sum(w * Y_REG) / w.sum(), rtol=1e-5)

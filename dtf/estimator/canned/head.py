@@ -98,24 +98,32 @@ class _Head:
                                      export_outputs=self._export_outputs(predictions))
             weights = _weights(features, self.weight_column, logits)
             unreduced, label_values = self._unreduced_loss(logits, labels)
-            loss = tf.losses.compute_weighted_loss(unreduced, weights=weights,
-                                                   reduction=self.loss_reduction,
-                                                   loss_collection=None)
-            if regularization_losses:
-                loss = tf.add_n([loss] + list(regularization_losses))
+            training_loss = tf.losses.compute_weighted_loss(
+                unreduced, weights=weights, reduction=self.loss_reduction, loss_collection=None)
+            reg_loss = tf.add_n(list(regularization_losses)) if regularization_losses else None
+            loss = training_loss if reg_loss is None else tf.add_n([training_loss, reg_loss])
             if mode == ModeKeys.EVAL:
                 with tf.name_scope("metrics"):
                     metrics = self._metrics(predictions, label_values, weights, unreduced)
+                    if reg_loss is not None:
+                        metrics["regularization_loss"] = tf.metrics.mean(
+                            reg_loss, name="regularization_loss")
                 return EstimatorSpec(mode, predictions=predictions, loss=loss,
                                      eval_metric_ops=metrics)
             if train_op_fn is None:
                 raise ValueError("train_op_fn cannot be None.")
+            train_op = train_op_fn(loss)
+            # As TF: average_loss only under SUM reduction (backwards compatibility there).
+            mean_loss = None
+            if self.loss_reduction == tf.losses.Reduction.SUM:
+                mean_loss = training_loss / tf.reduce_sum(weights * tf.ones_like(unreduced))
+        with tf.name_scope(""):
             tf.summary.scalar("loss", loss)
-            tf.summary.scalar("average_loss", tf.losses.compute_weighted_loss(
-                unreduced, weights=weights, reduction=tf.losses.Reduction.MEAN,
-                loss_collection=None))
-            return EstimatorSpec(mode, predictions=predictions, loss=loss,
-                                 train_op=train_op_fn(loss))
+            if mean_loss is not None:
+                tf.summary.scalar("average_loss", mean_loss)
+            if reg_loss is not None:
+                tf.summary.scalar("regularization_loss", reg_loss)
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
 
 
 _DEFAULT, _CLASSIFY, _REGRESS, _PREDICT = "serving_default", "classification", "regression", \
@@ -260,8 +268,10 @@ def make_head(n_classes, weight_column, label_vocabulary, loss_reduction, label_
         raise ValueError(f"n_classes must be > 1 for classification: {n_classes}")
     if label_vocabulary is not None:
         if not isinstance(label_vocabulary, (list, tuple)):
-            raise ValueError(f"label_vocabulary should be a list or a tuple. Given type: "
-                             f"{type(label_vocabulary)}")
+            # TF's binary head raises TypeError here, its multi-class head ValueError.
+            error = TypeError if n_classes == 2 else ValueError
+            raise error(f"label_vocabulary should be a list or a tuple. Given type: "
+                        f"{type(label_vocabulary)}")
         if len(label_vocabulary) != n_classes:
             raise ValueError(f"label_vocabulary should have n_classes ({n_classes}) entries, "
                              f"got {len(label_vocabulary)}")

@@ -15,6 +15,9 @@ COLOR = RS.choice(["red", "green", "blue"], 64)
 Y_CLASS = ((X[:, 0] - X[:, 1] + (COLOR == "red")) > 0.3).astype(np.int64)
 Y_REG = (X @ np.array([1.5, -0.5], np.float32) + 0.25).astype(np.float32)
 
+# Fixed graph seeds: the initial weights and the input order are the same every run, so the
+# thresholds below judge one known training run, not a lucky one.
+SEEDED = tf.estimator.RunConfig(tf_random_seed=7)
 BINARY_METRICS = {"accuracy", "accuracy_baseline", "auc", "auc_precision_recall", "average_loss",
                   "label/mean", "prediction/mean", "precision", "recall", "loss", "global_step"}
 
@@ -43,7 +46,7 @@ def test_linear_regressor_one_sgd_step_matches_numpy(tmp_path):
 
 
 def test_linear_classifier_learns_and_reports_tf_metrics(tmp_path):
-    est = tf.estimator.LinearClassifier(_cols(), model_dir=str(tmp_path))
+    est = tf.estimator.LinearClassifier(_cols(), model_dir=str(tmp_path), config=SEEDED)
     est.train(_input(Y_CLASS), steps=200)
     got = est.evaluate(_input(Y_CLASS, 1, False))
     assert set(got) == BINARY_METRICS
@@ -63,7 +66,7 @@ def test_dnn_classifier_multiclass_loss_falls(tmp_path):
     cols = [fc.numeric_column("x", shape=(2,)),
             fc.embedding_column(_cols()[1], 2), fc.indicator_column(_cols()[1])]
     est = tf.estimator.DNNClassifier([8, 4], cols, model_dir=str(tmp_path), n_classes=3,
-                                     label_vocabulary=["a", "b", "c"])
+                                     label_vocabulary=["a", "b", "c"], config=SEEDED)
     labels = np.array(["a", "b", "c"])[y]
     first = est.evaluate(_input(labels, 1, False))
     est.train(_input(labels), steps=300)
@@ -80,7 +83,7 @@ def test_dnn_classifier_multiclass_loss_falls(tmp_path):
 
 def test_dnn_regressor_and_combined_classifier_train(tmp_path):
     reg = tf.estimator.DNNRegressor([8], [fc.numeric_column("x", shape=(2,))],
-                                    model_dir=str(tmp_path / "reg"))
+                                    model_dir=str(tmp_path / "reg"), config=SEEDED)
     first = reg.evaluate(_input(Y_REG, 1, False))["average_loss"]
     reg.train(_input(Y_REG), steps=200)
     got = reg.evaluate(_input(Y_REG, 1, False))
@@ -90,7 +93,7 @@ def test_dnn_regressor_and_combined_classifier_train(tmp_path):
     wide = tf.estimator.DNNLinearCombinedClassifier(
         model_dir=str(tmp_path / "wd"), linear_feature_columns=_cols(),
         dnn_feature_columns=[fc.numeric_column("x", shape=(2,))], dnn_hidden_units=[4],
-        dnn_optimizer=lambda: tf.train.AdagradOptimizer(0.1))
+        dnn_optimizer=lambda: tf.train.AdagradOptimizer(0.1), config=SEEDED)
     start = wide.evaluate(_input(Y_CLASS, 1, False))["loss"]
     wide.train(_input(Y_CLASS), steps=200)
     end = wide.evaluate(_input(Y_CLASS, 1, False))
@@ -138,3 +141,18 @@ def test_weighted_loss_and_training_summaries_match_numpy(tmp_path):
                                                           batch_size=64, shuffle=False))
     np.testing.assert_allclose(got["average_loss"], want / w.sum(), rtol=1e-5)
     np.testing.assert_allclose(got["label/mean"], np.sum(w * Y_REG) / w.sum(), rtol=1e-5)
+
+
+def test_dnn_writes_tf_hidden_layer_summaries(tmp_path):
+    est = tf.estimator.DNNRegressor([3], [fc.numeric_column("x", shape=(2,))],
+                                    model_dir=str(tmp_path),
+                                    config=tf.estimator.RunConfig(save_summary_steps=1))
+    est.train(_input(Y_REG), steps=2)
+    tags = set()
+    for f in os.listdir(tmp_path):
+        if f.startswith("events"):
+            for event in tf.train.summary_iterator(str(tmp_path / f)):
+                tags |= {v.tag for v in event.summary.value}
+    assert {"loss", "average_loss", "dnn/dnn/hiddenlayer_0/fraction_of_zero_values",
+            "dnn/dnn/hiddenlayer_0/activation", "dnn/dnn/logits/fraction_of_zero_values",
+            "dnn/dnn/logits/activation"} <= tags, sorted(tags)

@@ -33,11 +33,20 @@ def dnn_logits(features, mode, units, hidden_units, feature_columns, activation_
                                       name=scope)
                 if dropout is not None and mode == ModeKeys.TRAIN:
                     net = tf.layers.dropout(net, rate=dropout, training=True)
-            tf.summary.scalar(f"dnn/hiddenlayer_{i}/fraction_of_zero_values",
-                              tf.nn.zero_fraction(net))
+            _add_hidden_layer_summary(net, f"dnn/hiddenlayer_{i}")
         with tf.variable_scope("logits", values=(net,)) as scope:
-            return tf.layers.dense(net, units, activation=None,
-                                   kernel_initializer=tf.glorot_uniform_initializer(), name=scope)
+            logits = tf.layers.dense(net, units, activation=None,
+                                     kernel_initializer=tf.glorot_uniform_initializer(),
+                                     name=scope)
+        _add_hidden_layer_summary(logits, "dnn/logits")
+        return logits
+
+
+def _add_hidden_layer_summary(value, tag):
+    # TF's summaries, written under the 'dnn' name scope: tags 'dnn/dnn/hiddenlayer_0/...'.
+    import dtf as tf
+    tf.summary.scalar(f"{tag}/fraction_of_zero_values", tf.nn.zero_fraction(value))
+    tf.summary.histogram(f"{tag}/activation", value)
 
 
 def _check_hidden(hidden_units):

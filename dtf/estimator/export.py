@@ -92,9 +92,11 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
         raise ValueError(f"Couldn't find trained model at {estimator.model_dir}.")
     base = os.fspath(export_dir_base.decode() if isinstance(export_dir_base, bytes)
                      else export_dir_base)
-    stamp = int(time.time())
-    while os.path.exists(os.path.join(base, str(stamp))):
-        stamp += 1
+    # A timestamp newer than every export there: TF sleeps until the clock gives a new
+    # second; taking the next free number instead keeps exports ordered (LatestExporter
+    # keeps the highest) without the wait.
+    taken = [int(d) for d in os.listdir(base) if d.isdigit()] if os.path.isdir(base) else []
+    stamp = max([int(time.time())] + [t + 1 for t in taken])
     final = os.path.join(base, str(stamp))
     temp = os.path.join(base, f"temp-{stamp}")
     with _ops.Graph().as_default() as g:

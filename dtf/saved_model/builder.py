@@ -112,7 +112,7 @@ class SavedModelBuilder:
     def save(self, as_text=False):
         """Writes saved_model.pb (or .pbtxt); returns its path."""
         from dtf.framework.prototext import to_text
-        from dtf.runtime.checkpoint_io import atomic_write
+        from dtf.state.checkpoint_io import atomic_write
 
         name = SAVED_MODEL_FILENAME_PBTXT if as_text else SAVED_MODEL_FILENAME_PB
         path = os.path.join(self._export_dir, name)

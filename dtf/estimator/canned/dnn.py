@@ -18,7 +18,7 @@ _LINEAR_LEARNING_RATE = 0.005
 
 def dnn_logits(features, mode, units, hidden_units, feature_columns, activation_fn, dropout,
                batch_norm=False, partitioner=None):
-    import dtf as tf
+    from dtf.estimator.canned.tf_api import tf
     if batch_norm:
         raise ValueError("dtf's canned DNN estimators do not take batch_norm=True")
     if partitioner is not None:
@@ -44,7 +44,7 @@ def dnn_logits(features, mode, units, hidden_units, feature_columns, activation_
 
 def _add_hidden_layer_summary(value, tag):
     # TF's summaries, written under the 'dnn' name scope: tags 'dnn/dnn/hiddenlayer_0/...'.
-    import dtf as tf
+    from dtf.estimator.canned.tf_api import tf
     tf.summary.scalar(f"{tag}/fraction_of_zero_values", tf.nn.zero_fraction(value))
     tf.summary.histogram(f"{tag}/activation", value)
 
@@ -57,7 +57,7 @@ def _check_hidden(hidden_units):
 
 def _dnn_model_fn(features, labels, mode, head, hidden_units, feature_columns, optimizer,
                   activation_fn, dropout, partitioner, batch_norm):
-    import dtf as tf
+    from dtf.estimator.canned.tf_api import tf
     _check_features(features)
     logits = dnn_logits(features, mode, head.logits_dimension, hidden_units, feature_columns,
                         activation_fn, dropout, batch_norm, partitioner)
@@ -71,8 +71,8 @@ def _dnn_model_fn(features, labels, mode, head, hidden_units, feature_columns, o
 
 
 def _relu():
-    from dtf import nn
-    return nn.relu
+    from dtf.ops.nn_ops import relu
+    return relu
 
 
 class DNNClassifier(_Canned):
@@ -114,7 +114,7 @@ class DNNRegressor(_Canned):
 def _combined_model_fn(features, labels, mode, head, linear_columns, linear_optimizer,
                        dnn_columns, dnn_optimizer, hidden_units, activation_fn, dropout,
                        partitioner, batch_norm, sparse_combiner):
-    import dtf as tf
+    from dtf.estimator.canned.tf_api import tf
     _check_features(features)
     linear_columns, dnn_columns = list(linear_columns or []), list(dnn_columns or [])
     if not linear_columns and not dnn_columns:

@@ -24,8 +24,8 @@ class PredictionKeys:
 
 
 def _tf():
-    import dtf
-    return dtf
+    from dtf.estimator.canned.tf_api import tf
+    return tf
 
 
 def _weights(features, weight_column, logits):

@@ -17,7 +17,7 @@ def linear_learning_rate(num_columns, cap=_LEARNING_RATE):
 
 
 def linear_logits(features, feature_columns, units, sparse_combiner, partitioner=None):
-    import dtf as tf
+    from dtf.estimator.canned.tf_api import tf
     if partitioner is not None:
         raise ValueError("dtf's canned linear estimators do not take a partitioner")
     with tf.variable_scope("linear", values=list(features.values())):
@@ -33,7 +33,7 @@ def _check_features(features):
 
 def _linear_model_fn(features, labels, mode, head, feature_columns, optimizer, partitioner,
                      sparse_combiner):
-    import dtf as tf
+    from dtf.estimator.canned.tf_api import tf
     _check_features(features)
     feature_columns = list(feature_columns)
     logits = linear_logits(features, feature_columns, head.logits_dimension, sparse_combiner,

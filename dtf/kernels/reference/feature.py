@@ -1,5 +1,6 @@
 """Reference semantics of the feature-column kernels (dtf/ops/feature_ops.py): TF's string
-hash (FarmHash Fingerprint64), AsString of integers, Bucketize and the hashed SparseCross."""
+hash (FarmHash Fingerprint64), AsString of integers, Bucketize and the hashed SparseCross.
+They have no CUDA kernels: on a GPU device they run on the host (strings live there)."""
 from __future__ import annotations
 
 import itertools
@@ -18,7 +19,7 @@ def _bytes(v):
     return v.encode() if isinstance(v, str) else bytes(v)
 
 
-@reference("StringToHashBucketFast")
+@reference("StringToHashBucketFast", host=True)
 def _string_to_hash_bucket_fast(attrs, x):
     n = int(attrs["num_buckets"])
     flat = np.asarray(x, dtype=object).reshape(-1)
@@ -27,7 +28,7 @@ def _string_to_hash_bucket_fast(attrs, x):
     return out.reshape(np.shape(x))
 
 
-@reference("AsString")
+@reference("AsString", host=True)
 def _as_string(attrs, x):
     x = np.asarray(x)
     if x.dtype.kind not in "iu":
@@ -38,7 +39,7 @@ def _as_string(attrs, x):
     return out
 
 
-@reference("Bucketize")
+@reference("Bucketize", host=True)
 def _bucketize(attrs, x):
     b = np.asarray(attrs["boundaries"], dtype=np.float64)
     # std::upper_bound: a value equal to a boundary goes to the bucket above it.
@@ -59,7 +60,7 @@ def _feature_hash(v):
     return int(v) & ((1 << 64) - 1)
 
 
-@reference("SparseCross")
+@reference("SparseCross", host=True)
 def _sparse_cross(attrs, *xs):
     if not attrs.get("hashed_output", False):
         raise errors.UnimplementedError(None, None, "SparseCross: dtf has the hashed form only")

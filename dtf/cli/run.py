@@ -1,5 +1,7 @@
-"""``dtf run SCRIPT [ARGS...] [--on JOB|JOB:N]``: run a job script once per task of a job,
-each with TF_CONFIG naming its task, against the running cluster (started if it is not)."""
+"""``dtf run SCRIPT [ARGS...] [--on JOB|JOB:N | --estimator]``: run a job script once per task
+of a job, each with TF_CONFIG naming its task, against the running cluster (started if it is
+not). ``--estimator`` runs it once per chief, worker and evaluator task, the roles
+``tf.estimator.train_and_evaluate`` gives them; the ps tasks are the cluster's servers."""
 from __future__ import annotations
 
 import json
@@ -39,13 +41,16 @@ def run(script: str = typer.Argument(..., help="The job script (a Python file)."
                                                  "(chrome://tracing, Perfetto)."),
         trace_out: Optional[str] = typer.Option(None, "--trace-out", metavar="FILE",
                                                 help="Where --trace writes [default: "
-                                                     "trace-step-STEP.json].")):
+                                                     "trace-step-STEP.json]."),
+        estimator: bool = typer.Option(False, "--estimator",
+                                       help="Run once per chief, worker and evaluator task "
+                                            "(tf.estimator.train_and_evaluate's roles).")):
     """Run a script once per task of a job (between-graph replication)."""
     from dtf.cli import keys, probe
     from dtf.cli.up import bring_up
 
     cfg = load_config(config)
-    targets = _targets(cfg, on)
+    targets = _estimator_targets(cfg) if estimator else _targets(cfg, on)
     if not os.path.isfile(script):
         fail(f"no such script: {script}", 2)
     extra_env = _trace_env(trace, trace_out)
@@ -103,14 +108,29 @@ def _targets(cfg, on: str) -> list:
 
     job = on.partition(":")[0]
     if job in cfg.jobs and ":" not in on:
-        return [t for t in cfg.tasks() if t.job == job]
+        return [t for t in cfg.all_tasks() if t.job == job]
     try:
         return [cfg.task(on)]
     except TaskNameError as e:
         fail(f"--on {escape(on)}: {escape(str(e))}", 2)
 
 
+_ESTIMATOR_ROLES = ("chief", "worker", "evaluator")
+# Tells train_and_evaluate that this task's server is already up (`dtf up` started it), so
+# it uses that one instead of binding the same port itself.
+SERVERS_UP_ENV = "DTF_SERVERS_UP"
+
+
+def _estimator_targets(cfg) -> list:
+    jobs = set(cfg.jobs)
+    if "chief" not in jobs:
+        fail(f"--estimator: {cfg.path} has no chief job; tf.estimator's cluster needs one "
+             "(chief = [\"host:port\"]), plus ps, workers and an optional evaluator", 2)
+    return [t for t in cfg.all_tasks() if t.job in _ESTIMATOR_ROLES]
+
+
 def _tf_config(cfg, task) -> str:
+    # The evaluator is outside the training cluster: cluster_dict() leaves it out, as TF does.
     return json.dumps({"cluster": cfg.cluster_dict(), "task": {"type": task.job, "index": task.index},
                        "rpc_layer": "grpc"})
 
@@ -126,7 +146,8 @@ def _run_replicas(cfg, targets, command, keep_going=False, extra_env=None):
     try:
         for task in targets:
             env = {**os.environ, **cfg.env, "TF_CONFIG": _tf_config(cfg, task),
-                   **collector.env(), **(extra_env or {}), "PYTHONUNBUFFERED": "1"}
+                   **collector.env(), **(extra_env or {}), "PYTHONUNBUFFERED": "1",
+                   SERVERS_UP_ENV: "1"}
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, env=env)
             procs[task.name] = proc

@@ -65,6 +65,9 @@ OPS = _invert({
         "QueueCloseV2 QueueDequeueManyV2 QueueDequeueUpToV2 QueueDequeueV2 QueueEnqueueManyV2 "
         "QueueEnqueueV2 QueueSizeV2 RandomShuffleQueueV2 _AccumulatorWaitReady"
     ),
+    'dtf.ops.feature_ops': (
+        "AsString Bucketize SparseCross StringToHashBucketFast"
+    ),
     'dtf.ops.linalg_decomp_ops': (
         "Qr SelfAdjointEigV2 Svd"
     ),
@@ -200,6 +203,9 @@ REFERENCE = _invert({
         "RealDiv Reciprocal Round Rsqrt Select SelectV2 Sigmoid Sign Sin Sinh Sqrt Square "
         "SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy"
     ),
+    'dtf.kernels.reference.feature': (
+        "AsString Bucketize SparseCross StringToHashBucketFast"
+    ),
     'dtf.kernels.reference.linalg': (
         "Cholesky Cross LogMatrixDeterminant MatrixDeterminant MatrixInverse MatrixSolve "
         "MatrixTriangularSolve"
@@ -263,7 +269,7 @@ REFERENCE = _invert({
     ),
 })
 
-REFERENCE_MODULES = ('dtf.kernels.reference.array', 'dtf.kernels.reference.array_extra', 'dtf.kernels.reference.candidate_sampling', 'dtf.kernels.reference.conv_extra', 'dtf.kernels.reference.elementwise', 'dtf.kernels.reference.linalg', 'dtf.kernels.reference.linalg_decomp', 'dtf.kernels.reference.logging', 'dtf.kernels.reference.math', 'dtf.kernels.reference.matrix', 'dtf.kernels.reference.nn', 'dtf.kernels.reference.nn_extra', 'dtf.kernels.reference.parsing', 'dtf.kernels.reference.random', 'dtf.kernels.reference.scatter_nd', 'dtf.kernels.reference.segment', 'dtf.kernels.reference.sort', 'dtf.kernels.reference.sparse', 'dtf.kernels.reference.special', 'dtf.kernels.reference.tensor_array')
+REFERENCE_MODULES = ('dtf.kernels.reference.array', 'dtf.kernels.reference.array_extra', 'dtf.kernels.reference.candidate_sampling', 'dtf.kernels.reference.conv_extra', 'dtf.kernels.reference.elementwise', 'dtf.kernels.reference.feature', 'dtf.kernels.reference.linalg', 'dtf.kernels.reference.linalg_decomp', 'dtf.kernels.reference.logging', 'dtf.kernels.reference.math', 'dtf.kernels.reference.matrix', 'dtf.kernels.reference.nn', 'dtf.kernels.reference.nn_extra', 'dtf.kernels.reference.parsing', 'dtf.kernels.reference.random', 'dtf.kernels.reference.scatter_nd', 'dtf.kernels.reference.segment', 'dtf.kernels.reference.sort', 'dtf.kernels.reference.sparse', 'dtf.kernels.reference.special', 'dtf.kernels.reference.tensor_array')
 
 KERNELS = {
     'CPU': _invert({
@@ -371,6 +377,9 @@ KERNELS = {
             "Log1p LogicalAnd LogicalNot LogicalOr LogicalXor Maximum Minimum Mul Neg NotEqual Pow "
             "RealDiv Reciprocal Round Rsqrt Select SelectV2 Sigmoid Sign Sin Sinh Sqrt Square "
             "SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy"
+        ),
+        'dtf.kernels.reference.feature': (
+            "AsString Bucketize SparseCross StringToHashBucketFast"
         ),
         'dtf.kernels.reference.linalg': (
             "Cholesky Cross LogMatrixDeterminant MatrixDeterminant MatrixInverse MatrixSolve "
@@ -505,6 +514,9 @@ KERNELS = {
             "DepthwiseConv2dNativeBackpropInput MaxPool3D MaxPool3DGrad MaxPool3DGradGrad "
             "MaxPoolGradGrad"
         ),
+        'dtf.kernels.reference.feature': (
+            "AsString Bucketize SparseCross StringToHashBucketFast"
+        ),
         'dtf.kernels.reference.linalg': (
             "Cholesky Cross LogMatrixDeterminant MatrixDeterminant MatrixInverse MatrixSolve "
             "MatrixTriangularSolve"
@@ -573,6 +585,7 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.candidate_sampling',
         'dtf.kernels.reference.conv_extra',
         'dtf.kernels.reference.elementwise',
+        'dtf.kernels.reference.feature',
         'dtf.kernels.reference.linalg',
         'dtf.kernels.reference.linalg_decomp',
         'dtf.kernels.reference.logging',
@@ -606,6 +619,7 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.array_extra',
         'dtf.kernels.reference.candidate_sampling',
         'dtf.kernels.reference.conv_extra',
+        'dtf.kernels.reference.feature',
         'dtf.kernels.reference.linalg',
         'dtf.kernels.reference.linalg_decomp',
         'dtf.kernels.reference.logging',

@@ -62,6 +62,7 @@ from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
 from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_combine_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402

@@ -22,6 +22,7 @@ HOST_RUN_ARRAY_OPS = (
     "Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "LowerBound", "UpperBound",
     "BroadcastArgs", "EnsureShape",
     "ComputeAccidentalHits", "ParallelDynamicStitch", "SparseReorder", "SparseToDense",
+    "SparseReshape", "SparseAdd", "SparseAddGrad", "SparseTensorDenseAdd", "SparseConcat",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -20,6 +20,7 @@ from . import array_extra  # noqa: F401
 from . import linalg_decomp  # noqa: F401
 from . import logging  # noqa: F401
 from . import sparse  # noqa: F401
+from . import sparse_combine  # noqa: F401
 from . import candidate_sampling  # noqa: F401
 from . import tensor_array  # noqa: F401
 from . import parsing  # noqa: F401

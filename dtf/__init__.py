@@ -66,6 +66,7 @@ from dtf.ops.sparse_combine_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_accumulator_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
 from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sort_ops import *  # noqa: F401,F403,E402

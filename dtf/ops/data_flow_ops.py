@@ -255,6 +255,8 @@ class ConditionalAccumulator:
     is behind the accumulator's global step), ``take_grad`` blocks until enough have
     arrived, returns their average and starts the next step."""
 
+    _HANDLE_OP = "ConditionalAccumulator"  # SparseConditionalAccumulator's differs
+
     def __init__(self, dtype, shape=None, shared_name=None, name="conditional_accumulator",
                  reduction_type="MEAN"):
         if reduction_type not in ("MEAN", "SUM"):
@@ -263,7 +265,7 @@ class ConditionalAccumulator:
         self._shape = unknown_shape() if shape is None else as_shape(shape)
         attrs = {"dtype": self._dtype, "shape": _shape_attr(self._shape), "container": "",
                  "shared_name": shared_name or "", "reduction_type": reduction_type}
-        self._accumulator_ref = _ops.make_tensor("ConditionalAccumulator", [], attrs, name=name)
+        self._accumulator_ref = _ops.make_tensor(self._HANDLE_OP, [], attrs, name=name)
         self._name = self._accumulator_ref.op.name.split("/")[-1]
 
     accumulator_ref = property(lambda self: self._accumulator_ref)

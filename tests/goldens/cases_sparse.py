@@ -139,3 +139,48 @@ def concat_expand_nonconcat_dim(tf):
             got["mismatch_error"] = type(e).__name__
         return got
     return run
+
+
+@case
+def sparse_conditional_accumulator(tf):
+    """Per-row MEAN over the gradients that carried a row, SUM, stale gradients dropped by
+    local_step, set_global_step, the taken dense shape and TF's merge of unsorted indices."""
+    acc = tf.SparseConditionalAccumulator(tf.float32, shape=[6, 2])
+    total = tf.SparseConditionalAccumulator(tf.float32, reduction_type="SUM",
+                                            shared_name="acc_sum")
+    idx = tf.placeholder(tf.int64, [None])
+    val = tf.placeholder(tf.float32, [None, 2])
+    step = tf.placeholder(tf.int64, [])
+    applies = [a.apply_grad(idx, val, local_step=step) for a in (acc, total)]
+    sliced = acc.apply_indexed_slices_grad(
+        tf.IndexedSlices(val, idx, tf.constant([6, 2], tf.int64)), local_step=step)
+    take = acc.take_indexed_slices_grad(2)
+    take_sum = total.take_grad(2)
+
+    def run(sess):
+        out = {}
+
+        def push(ids, rows, at, ops=applies):
+            sess.run(ops, {idx: ids, val: np.asarray(rows, np.float32), step: at})
+
+        push([1, 3], [[1, 1], [2, 2]], 0)
+        push([0, 3, 5], [[4, 4], [6, 6], [8, 8]], 0)
+        push([2], [[9, 9]], -1)                      # stale: behind the global step 0
+        out["n"] = sess.run(acc.num_accumulated())
+        t, s = sess.run([take, take_sum])
+        out.update(mean_indices=t.indices, mean_values=t.values, mean_shape=t.dense_shape,
+                   sum_indices=s.indices, sum_values=s.values, sum_shape=s.shape)
+        push([4], [[1, 2]], 0, [applies[0]])          # stale now: the take advanced the step
+        out["n_after_take"] = sess.run(acc.num_accumulated())
+        sess.run(acc.set_global_step(5))
+        push([3, 1], [[1, 1], [2, 2]], 5, [sliced])  # unsorted: TF's merge keeps both
+        push([1, 4], [[3, 3], [4, 4]], 7, [sliced])
+        t = sess.run(take)
+        out.update(merged_indices=t.indices, merged_values=t.values)
+        try:
+            push([6], [[1, 1]], 9, [applies[0]])
+            out["bad_index_error"] = "none"
+        except tf.errors.InvalidArgumentError:
+            out["bad_index_error"] = "InvalidArgumentError"
+        return out
+    return run

@@ -40,6 +40,8 @@ HOST_ONLY = {
     "PaddingFIFOQueueV2", "CountUpTo",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
+    "SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",
+    "SparseAccumulatorTakeGradient",
     "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
     "IteratorGetNext", "IteratorToStringHandle",
     "ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",

@@ -18,6 +18,7 @@ from . import adam_fast  # noqa: F401
 from . import summary  # noqa: F401
 from . import summary_media  # noqa: F401
 from . import data_flow  # noqa: F401
+from . import sparse_accumulator  # noqa: F401
 from . import logging  # noqa: F401
 from . import script  # noqa: F401
 from . import scatter  # noqa: F401

@@ -37,7 +37,7 @@ HOST_ONLY = {
     "ImageSummary", "AudioSummaryV2", "TensorSummaryV2",
     "FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
     "QueueCloseV2", "QueueSizeV2", "RandomShuffleQueueV2", "QueueDequeueUpToV2",
-    "PaddingFIFOQueueV2", "CountUpTo",
+    "PaddingFIFOQueueV2", "PriorityQueueV2", "CountUpTo",
     "ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorNumAccumulated",
     "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "_AccumulatorWaitReady",
     "SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",

@@ -245,3 +245,43 @@ def test_match_filenames_once_feeds_string_input_producer(tmp_path):
             coord.request_stop()
             coord.join(threads)
     assert got == [b"a1", b"a2", b"b1", b"b2"]
+
+
+def test_priority_queue_blocked_dequeue_is_woken_by_enqueue_and_by_close():
+    with tf.Graph().as_default():
+        q = tf.PriorityQueue(5, [tf.int64], shapes=[[]], shared_name="pq")
+        prio = tf.placeholder(tf.int64, [])
+        enq = q.enqueue((prio, prio * 10))
+        deq = q.dequeue()
+        with tf.Session() as sess:
+            got = []
+            t = threading.Thread(target=lambda: got.append(sess.run(deq)))
+            t.start()
+            sess.run(enq, {prio: 7})
+            t.join(10)
+            assert not t.is_alive() and got[0][0] == 7 and got[0][1] == 70
+            for p in (4, -2, 9):
+                sess.run(enq, {prio: p})
+            assert [int(sess.run(deq)[0]) for _ in range(3)] == [-2, 4, 9]
+            errs = []
+
+            def blocked():
+                try:
+                    sess.run(deq)
+                except tf.errors.OutOfRangeError as e:
+                    errs.append(e)
+
+            t = threading.Thread(target=blocked)
+            t.start()
+            sess.run(q.close())
+            t.join(10)
+            assert not t.is_alive() and len(errs) == 1 and "PriorityQueue" in errs[0].message
+
+
+def test_priority_queue_needs_shapes_and_an_int64_scalar_priority():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="PriorityQueue needs shapes"):
+            tf.PriorityQueue(5, [tf.int32], shapes=None)
+        q = tf.PriorityQueue(5, [tf.int32], shapes=[[]])
+        with pytest.raises(ValueError):
+            q.enqueue((tf.constant([1, 2], tf.int64), 3))

@@ -45,7 +45,7 @@ HOST_ONLY = {
     "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
     "IteratorGetNext", "IteratorToStringHandle",
     "ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
-    "MatchingFiles", "DecodeCSV",
+    "MatchingFiles", "DecodeCSV", "DecodePng", "DecodeJpeg", "DecodeImage", "EncodePng",
     "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
     "IdentityReaderV2", "ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",

@@ -23,6 +23,7 @@ HOST_RUN_ARRAY_OPS = (
     "BroadcastArgs", "EnsureShape",
     "ComputeAccidentalHits", "ParallelDynamicStitch", "SparseReorder", "SparseToDense",
     "SparseReshape", "SparseAdd", "SparseAddGrad", "SparseTensorDenseAdd", "SparseConcat",
+    "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighbor", "ResizeNearestNeighborGrad",
 )
 
 for _op in HOST_RUN_ARRAY_OPS:

@@ -63,6 +63,7 @@ from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_combine_ops import *  # noqa: F401,F403,E402
+from dtf.ops.string_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
@@ -92,6 +93,7 @@ _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
 _LAZY_MODULES["sparse"] = "dtf.sparse"
 _LAZY_MODULES["image"] = "dtf.image"
+_LAZY_MODULES["strings"] = "dtf.strings"
 _LAZY_MODULES["data"] = "dtf.data"
 _LAZY_MODULES["python_io"] = "dtf.io.python_io"
 _LAZY_MODULES["graph_util"] = "dtf.graph_util"

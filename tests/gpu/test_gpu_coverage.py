@@ -46,6 +46,8 @@ HOST_ONLY = {
     "IteratorGetNext", "IteratorToStringHandle",
     "ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
     "MatchingFiles", "DecodeCSV", "DecodePng", "DecodeJpeg", "DecodeImage", "EncodePng",
+    "StringSplit", "StringSplitV2", "StringToNumber", "StringJoin", "ReduceJoin", "Substr",
+    "StringStrip", "StringLength", "RegexReplace",
     "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
     "IdentityReaderV2", "ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",

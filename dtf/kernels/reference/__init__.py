@@ -23,6 +23,7 @@ from . import sparse  # noqa: F401
 from . import sparse_combine  # noqa: F401
 from . import image  # noqa: F401
 from . import image_codec  # noqa: F401
+from . import strings  # noqa: F401
 from . import candidate_sampling  # noqa: F401
 from . import tensor_array  # noqa: F401
 from . import parsing  # noqa: F401

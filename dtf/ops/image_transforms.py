@@ -12,10 +12,30 @@ from dtf.framework.tensor_shape import TensorShape
 __all__ = []  # public names live in tf.image (dtf/image.py)
 
 
-def _tf():
-    import dtf
+_OPS = None
 
-    return dtf
+
+def _tf():
+    """The op constructors these composites call, by their tf.* names (taken from the ops
+    modules, not the dtf facade, which sits above this layer)."""
+    global _OPS
+    if _OPS is None:
+        from types import SimpleNamespace
+
+        from . import (array_ops, control_flow_cond, logging_ops, math_ops, nn_ops,
+                       random_ops, reduction_ops, slicing_ops, tensordot_ops)
+
+        picks = {
+            array_ops: "expand_dims shape squeeze stack reverse reshape transpose pad identity "
+                       "concat ones rank tile",
+            math_ops: "minimum maximum cast round less div subtract saturate_cast floordiv "
+                      "multiply square sqrt rsqrt",
+            reduction_ops: "reduce_all reduce_prod reduce_mean",
+            random_ops: "random_uniform", control_flow_cond: "cond", logging_ops: "Assert",
+            slicing_ops: "slice", tensordot_ops: "tensordot"}
+        names = {n: getattr(m, n) for m, ns in picks.items() for n in ns.split()}
+        _OPS = SimpleNamespace(**names, nn=SimpleNamespace(relu=nn_ops.relu))
+    return _OPS
 
 
 class ResizeMethod:

@@ -12,8 +12,7 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.kernels.registry import register_kernel
-from dtf.runtime.resources import as_array
-from .data_flow import _FLOATS, AccumulatorResource, _resource_kernel
+from .data_flow import _FLOATS, AccumulatorResource, _resource_kernel, as_array
 
 
 def _merge_plan(a, b):

@@ -1,7 +1,8 @@
 """tf.image helpers of input pipelines, composites of registered ops as in TF 1.15's
 image_ops_impl: resize_images, flips (fixed and random), transpose, central_crop,
 pad/crop to a bounding box, resize_image_with_crop_or_pad, random_crop,
-per_image_standardization, convert_image_dtype, rgb_to_grayscale, grayscale_to_rgb.
+per_image_standardization, convert_image_dtype, adjust/random brightness and contrast,
+rgb_to_grayscale, grayscale_to_rgb.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def _tf():
         picks = {
             array_ops: "expand_dims shape squeeze stack reverse reshape transpose pad identity "
                        "concat ones rank tile",
-            math_ops: "minimum maximum cast round less div subtract saturate_cast floordiv "
-                      "multiply square sqrt rsqrt",
+            math_ops: "minimum maximum cast round less div add subtract saturate_cast "
+                      "floordiv multiply square sqrt rsqrt",
             reduction_ops: "reduce_all reduce_prod reduce_mean",
             random_ops: "random_uniform", control_flow_cond: "cond", logging_ops: "Assert",
             slicing_ops: "slice", tensordot_ops: "tensordot"}
@@ -348,6 +349,56 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
         if src.is_integer:
             return tf.multiply(tf.cast(image, dtype), 1.0 / float(src.max), name=scope)
         return cast(tf.multiply(image, float(dtype.max) + 0.5), dtype, name=scope)
+
+
+def _as_float(image):
+    """(float image, original dtype): float16/32 as they are, others scaled to [0, 1]."""
+    image = _ops.convert_to_tensor(image, name="image")
+    if image.dtype in (dtypes.float16, dtypes.float32):
+        return image, image.dtype
+    return convert_image_dtype(image, dtypes.float32), image.dtype
+
+
+def adjust_brightness(image, delta):
+    """``delta`` added to every pixel (in [0, 1] units for integer images), dtype kept."""
+    tf = _tf()
+    with _ops.name_scope(None, "adjust_brightness", [image, delta]) as scope:
+        flt, orig = _as_float(image)
+        adjusted = tf.add(flt, tf.cast(delta, flt.dtype), name=scope)
+        return convert_image_dtype(adjusted, orig, saturate=True)
+
+
+def adjust_contrast(images, contrast_factor):
+    """Each channel moved away from (or toward) its mean over the image by
+    ``contrast_factor``: (x - mean) * factor + mean, dtype kept."""
+    tf = _tf()
+    with _ops.name_scope(None, "adjust_contrast", [images, contrast_factor]):
+        flt, orig = _as_float(images)
+        if flt.shape.ndims is not None and flt.shape.ndims < 3:
+            raise ValueError(f"images must be at least 3-D [height, width, channels], got shape "
+                             f"{flt.shape}")
+        factor = tf.cast(contrast_factor, flt.dtype)
+        mean = tf.reduce_mean(flt, axis=[-3, -2], keepdims=True)
+        adjusted = tf.add(tf.multiply(tf.subtract(flt, mean), factor), mean)
+        return convert_image_dtype(adjusted, orig, saturate=True)
+
+
+def random_brightness(image, max_delta, seed=None):
+    """adjust_brightness by a delta drawn uniformly from [-max_delta, max_delta)."""
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = _tf().random_uniform([], -max_delta, max_delta, seed=seed)
+    return adjust_brightness(image, delta)
+
+
+def random_contrast(image, lower, upper, seed=None):
+    """adjust_contrast by a factor drawn uniformly from [lower, upper)."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = _tf().random_uniform([], lower, upper, seed=seed)
+    return adjust_contrast(image, factor)
 
 
 def rgb_to_grayscale(images, name=None):

@@ -152,3 +152,31 @@ def random_crop_and_flip(tf):
                 "flips_both_ways": len({f[0, 0, 0] for f in flips}) == 2,
                 "ud_valid": all(np.array_equal(f, img) or np.array_equal(f, img[::-1]) for f in ud)}
     return run
+
+
+@case(rtol=1e-5, atol=1e-5)
+def brightness_and_contrast(tf):
+    img = tf.constant(_img(11, (3, 4, 3)))
+    u8 = tf.constant(np.random.RandomState(12).randint(0, 256, (2, 3, 4, 3)).astype(np.uint8))
+    bright = tf.image.random_brightness(img, 0.2, seed=1)
+    contrast = tf.image.random_contrast(img, 0.5, 1.5, seed=2)
+
+    def run(sess):
+        out = sess.run({"bright": tf.image.adjust_brightness(img, 0.25),
+                        "bright_u8": tf.image.adjust_brightness(u8, -0.3),
+                        "contrast": tf.image.adjust_contrast(img, 1.7),
+                        "contrast_u8": tf.image.adjust_contrast(u8, 0.4),
+                        "contrast_batch": tf.image.adjust_contrast(u8[:, :, :, :1], 2.5)})
+        base = sess.run(img)
+        shifts = [sess.run(bright) - base for _ in range(5)]
+        out["random_brightness_uniform_shift"] = all(
+            np.allclose(s, s.flat[0], atol=1e-6) and abs(s.flat[0]) <= 0.2 for s in shifts)
+        factors = []
+        for _ in range(5):
+            got = sess.run(contrast)
+            mean = base.mean(axis=(0, 1), keepdims=True)
+            factors.append(((got - mean) / (base - mean)).ravel())
+        out["random_contrast_one_factor"] = all(
+            np.allclose(f, f[0], atol=1e-3) and 0.5 <= f[0] < 1.5 for f in factors)
+        return out
+    return run

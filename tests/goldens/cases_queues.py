@@ -76,3 +76,37 @@ def close_and_cancel(tf):
         out["padded_empty"] = _error(sess, padded.dequeue(), tf)
         return out
     return run
+
+
+def _drain_all(tf, sess, fetches):
+    """Every batch of each fetch until its queue ends, with the graph's queue runners
+    started once (stopping a coordinator closes every runner's queue)."""
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess, coord)
+    out = []
+    try:
+        for fetch in fetches:
+            got = []
+            try:
+                for _ in range(50):
+                    got.append(sess.run(fetch))
+            except tf.errors.OutOfRangeError:
+                pass
+            out.append(got)
+    finally:
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+    return out
+
+
+@case
+def maybe_batch_keeps_flagged_elements(tf):
+    x, = tf.train.slice_input_producer([tf.range(10)], num_epochs=1, shuffle=False)
+    kept = tf.train.maybe_batch([x, x * 10], tf.equal(x % 3, 0), 2,
+                                allow_smaller_final_batch=True)
+
+    def run(sess):
+        a, = _drain_all(tf, sess, [kept])
+        return {"x": np.concatenate([p[0] for p in a]), "x10": np.concatenate([p[1] for p in a]),
+                "sizes": [len(p[0]) for p in a]}
+    return run

@@ -285,3 +285,34 @@ def test_priority_queue_needs_shapes_and_an_int64_scalar_priority():
         q = tf.PriorityQueue(5, [tf.int32], shapes=[[]])
         with pytest.raises(ValueError):
             q.enqueue((tf.constant([1, 2], tf.int64), 3))
+
+
+def test_maybe_batch_variants_enqueue_only_kept_elements():
+    with tf.Graph().as_default():
+        rows, = tf.train.slice_input_producer([tf.constant(np.arange(12).reshape(6, 2))],
+                                              num_epochs=1, shuffle=False)
+        pairs, = tf.train.batch([rows], 2, allow_smaller_final_batch=True)
+        many = tf.train.maybe_batch_join([[pairs]], tf.equal(pairs[:, 0] % 4, 0), 3,
+                                         enqueue_many=True, allow_smaller_final_batch=True)
+        one, = tf.train.slice_input_producer([tf.range(6)], num_epochs=1, shuffle=False)
+        shuffled = tf.train.maybe_shuffle_batch([one], 3, 10, 0, one < 4, seed=1,
+                                                allow_smaller_final_batch=True)
+        with pytest.raises(ValueError, match="cannot be a vector"):
+            tf.train.maybe_batch([one], [True], 2)
+        with pytest.raises(ValueError, match="0 or 1 dimensions"):
+            tf.train.maybe_batch([pairs], [[True]], 2, enqueue_many=True)
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            got = {"many": [], "shuffled": []}
+            for key, fetch in (("many", many), ("shuffled", shuffled)):
+                try:
+                    for _ in range(20):
+                        got[key].append(sess.run(fetch, options=tf.RunOptions(timeout_in_ms=10000)))
+                except tf.errors.OutOfRangeError:
+                    pass
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    assert np.concatenate([g[0] for g in got["many"]]).tolist() == [[0, 1], [4, 5], [8, 9]]
+    assert sorted(np.concatenate([g[0] for g in got["shuffled"]]).tolist()) == [0, 1, 2, 3]

@@ -25,7 +25,8 @@ register_op("DecodePng")(_decoded_infer)
 register_op("DecodeJpeg")(lambda inputs, attrs: _decoded_infer(inputs, {**attrs, "dtype": dtypes.uint8}))
 register_op("DecodeImage")(lambda inputs, attrs: [(attrs["dtype"], unknown_shape())])
 register_op("EncodePng")(lambda inputs, attrs: [(dtypes.string, TensorShape([]))])
-for _op in ("DecodePng", "DecodeJpeg", "DecodeImage", "EncodePng"):
+register_op("EncodeJpeg")(lambda inputs, attrs: [(dtypes.string, TensorShape([]))])
+for _op in ("DecodePng", "DecodeJpeg", "DecodeImage", "EncodePng", "EncodeJpeg"):
     NotDifferentiable(_op)
 
 
@@ -86,6 +87,25 @@ def encode_png(image, compression=-1, name=None):
             raise ValueError(f"image must be 3-dimensional, got shape {image.shape}")
         return _ops.make_tensor("EncodePng", [image], {"compression": int(compression),
                                                        "T": image.dtype}, name=scope)
+
+
+def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,  # noqa: A002
+                chroma_downsampling=True, density_unit="in", x_density=300, y_density=300,
+                xmp_metadata="", name=None):
+    """A JPEG (scalar string) of the uint8 ``image`` [height, width, 1 or 3], written by
+    libjpeg (through Pillow) with TF's options; ``density_unit='cm'`` and
+    ``xmp_metadata`` are not supported (an error when run)."""
+    with _ops.name_scope(name, "EncodeJpeg", [image]) as scope:
+        image = convert(image, "image")
+        if image.dtype != dtypes.uint8:
+            raise TypeError(f"encode_jpeg takes uint8 images, got {image.dtype.name}")
+        if image.shape.ndims not in (None, 3):
+            raise ValueError(f"image must be 3-dimensional, got shape {image.shape}")
+        return _ops.make_tensor("EncodeJpeg", [image], {
+            "format": str(format), "quality": int(quality), "progressive": bool(progressive),
+            "optimize_size": bool(optimize_size), "chroma_downsampling": bool(chroma_downsampling),
+            "density_unit": str(density_unit), "x_density": int(x_density),
+            "y_density": int(y_density), "xmp_metadata": str(xmp_metadata)}, name=scope)
 
 
 # -- resize ---------------------------------------------------------------------------------

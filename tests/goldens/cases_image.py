@@ -180,3 +180,18 @@ def brightness_and_contrast(tf):
             np.allclose(f, f[0], atol=1e-3) and 0.5 <= f[0] < 1.5 for f in factors)
         return out
     return run
+
+
+@case
+def encode_jpeg_then_decode(tf):
+    """The pixels of a JPEG each library writes, read back by its own decoder: the
+    encoders agree where the compressed data does (the headers may differ)."""
+    rng = np.random.RandomState(13)
+    photo = (np.linspace(0, 255, 12 * 10 * 3).reshape(12, 10, 3)
+             + rng.randint(0, 30, (12, 10, 3))).clip(0, 255).astype(np.uint8)
+    gray = photo[..., :1]
+    return {"default": tf.image.decode_jpeg(tf.image.encode_jpeg(photo)),
+            "q50_444": tf.image.decode_jpeg(tf.image.encode_jpeg(photo, quality=50,
+                                                                 chroma_downsampling=False)),
+            "gray": tf.image.decode_jpeg(tf.image.encode_jpeg(gray, quality=80)),
+            "progressive": tf.image.decode_jpeg(tf.image.encode_jpeg(photo, progressive=True))}

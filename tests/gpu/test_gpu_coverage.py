@@ -45,7 +45,7 @@ HOST_ONLY = {
     "IteratorV2", "OneShotIterator", "IteratorFromStringHandleV2", "MakeIterator",
     "IteratorGetNext", "IteratorToStringHandle",
     "ParseExample", "ParseSingleExample", "ParseSingleSequenceExample", "DecodeRaw",
-    "MatchingFiles", "DecodeCSV", "DecodePng", "DecodeJpeg", "DecodeImage", "EncodePng",
+    "MatchingFiles", "DecodeCSV", "DecodePng", "DecodeJpeg", "DecodeImage", "EncodePng", "EncodeJpeg",
     "StringSplit", "StringSplitV2", "StringToNumber", "StringJoin", "ReduceJoin", "Substr",
     "StringStrip", "StringLength", "RegexReplace",
     "TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",

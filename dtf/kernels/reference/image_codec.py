@@ -355,6 +355,40 @@ def _decode_jpeg(attrs, contents):
     return decode_jpeg(_bytes(contents), channels)
 
 
+def encode_jpeg(image, attrs):
+    import io
+
+    from PIL import Image
+
+    if image.ndim != 3 or image.shape[2] not in (1, 3):
+        raise _bad(f"image must be 3-dimensional with 1 or 3 channels, got shape "
+                   f"{list(image.shape)}")
+    fmt = attrs.get("format", "")
+    channels = {"": image.shape[2], "grayscale": 1, "rgb": 3}.get(fmt)
+    if channels is None or channels != image.shape[2]:
+        raise _bad(f"encode_jpeg format {fmt!r} does not fit an image with {image.shape[2]} "
+                   "channels")
+    quality = int(attrs.get("quality", 95))
+    if not 0 <= quality <= 100:
+        raise _bad(f"quality must be in [0,100], got {quality}")
+    if attrs.get("xmp_metadata", ""):
+        raise _bad("encode_jpeg(xmp_metadata=...) is not supported by dtf")
+    if attrs.get("density_unit", "in") != "in":
+        raise _bad("encode_jpeg(density_unit='cm') is not supported by dtf (only 'in')")
+    pil = Image.fromarray(image[..., 0] if channels == 1 else image, "L" if channels == 1 else "RGB")
+    out = io.BytesIO()
+    pil.save(out, "JPEG", quality=quality, progressive=bool(attrs.get("progressive", False)),
+             optimize=bool(attrs.get("optimize_size", False)),
+             subsampling=2 if attrs.get("chroma_downsampling", True) else 0,
+             dpi=(int(attrs.get("x_density", 300)), int(attrs.get("y_density", 300))))
+    return out.getvalue()
+
+
+@reference("EncodeJpeg")
+def _encode_jpeg(attrs, image):
+    return np.asarray(encode_jpeg(np.asarray(image, np.uint8), attrs), dtype=object)
+
+
 # -- any format ---------------------------------------------------------------------------
 @reference("DecodeImage")
 def _decode_image(attrs, contents):

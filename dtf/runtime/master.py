@@ -23,7 +23,7 @@ from dtf.partition import partition
 from dtf.placement import ClusterView, place, task_of
 from dtf.runtime import env
 from dtf.runtime.async_step import AsyncStep
-from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
+from dtf.framework.graph_walk import needed_nodes, split_tensor_name
 
 log = logging.getLogger("dtf")
 

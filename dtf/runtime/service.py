@@ -1,23 +1,22 @@
 """One task's services: a Worker and a Master behind one ZeroMQ ROUTER socket, plus
 ``Peers``, the way both reach other tasks (directly when the task lives in this process,
-over ZeroMQ otherwise).
+over the transport otherwise: a route per task, dtf.runtime.routes).
 """
 from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 import time
-import weakref
-from concurrent.futures import ThreadPoolExecutor
 
 from dtf.framework import errors
 from dtf.runtime.executor import ignore_float_errors_on_this_thread
 from dtf.runtime.liveness import SilentPeer
 from dtf.runtime.master import Master
+from dtf.runtime.routes import choose as choose_route
 from dtf.runtime.step_log import StepLog
 from dtf.runtime.worker import Worker
+from dtf.wire import inprocess
 from dtf.wire import security as security_mod
 from dtf.wire import transport
 
@@ -27,28 +26,7 @@ LOG_WAIT_EVERY_S = 10.0
 
 _FROM_ENV = object()  # TaskService's default: keys from DTF_CLUSTER_KEYS, else plain
 
-# Services living in this process, by normalised address: calls to them skip the wire.
-_IN_PROCESS: dict = {}
-_IN_PROCESS_LOCK = threading.Lock()
-
-
-def normalize_address(address: str) -> str:
-    normal = _normal_addresses.get(address)
-    if normal is None:  # kept per address: every call to a master asks (in_process_service)
-        host, _, port = address.rpartition(":")
-        if host in ("localhost", "", "0.0.0.0"):
-            host = "127.0.0.1"
-        normal = f"{host}:{port}"
-        if len(_normal_addresses) < 4096:
-            _normal_addresses[address] = normal
-    return normal
-
-
-_normal_addresses: dict = {}
-
-
-def in_process_service(address: str):
-    return _IN_PROCESS.get(normalize_address(address))
+_REGISTRY = inprocess.REGISTRY  # the services living in this process
 
 
 def task_name(job, index) -> str:
@@ -63,9 +41,12 @@ class Peers:
         self._local_task = local_task
         self._local = local_service
         self._client = client or transport.Client()
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
+        self._pool = transport.HandlerPool(8, "dtf-peer")
         self._gpus: dict = {}
         self._thread_state = threading.local()
+        # task -> its route, chosen under the registry's generation ``_routes_generation``.
+        self._routes: dict = {}
+        self._routes_generation = -1
 
     def address(self, task):
         try:
@@ -73,10 +54,22 @@ class Peers:
         except KeyError:
             raise errors.InvalidArgumentError(None, None, f"Task {task} is not in the cluster") from None
 
+    def _route(self, task):
+        """The backend that reaches ``task``, chosen again only once a task of this process
+        has started or stopped since."""
+        generation = _REGISTRY.generation  # read first: a change after it is seen next time
+        if generation != self._routes_generation:
+            self._routes = {}
+            self._routes_generation = generation
+        route = self._routes.get(task)
+        if route is None:
+            route = self._routes[task] = choose_route(self, task)
+        return route
+
     def _service(self, task):
         if task == self._local_task and self._local is not None:
-            return self._local
-        return in_process_service(self.address(task))
+            return self._local  # this task's own route is always in-process: asked every step
+        return self._route(task).service
 
     def in_process(self, task):
         """The service of ``task`` when it lives in this process (this task's included)."""
@@ -86,33 +79,12 @@ class Peers:
         return self._local.worker
 
     def call(self, task, msg, timeout_s=None):
-        svc = self._service(task)
-        if svc is not None:
-            return svc.dispatch(msg)
-        address = self.address(task)
-        rid = self._send(task, address, msg)
-        return self._receive(task, address, rid, timeout_s)
+        return self._route(task).call(msg, timeout_s)
 
     def notify(self, task, msg):
         """Best effort, not waited for: ``msg`` to ``task``, whose answer or failure does
         not matter (e.g. dropping a graph that a restarted task no longer holds)."""
-        svc = self._service(task)
-        if svc is not None:
-            try:
-                svc.dispatch(msg)
-            except errors.OpError:
-                pass
-            return
-        try:
-            self._pool.submit(self._quiet_call, task, msg)
-        except RuntimeError:  # the pool has shut down: this task is stopping
-            pass
-
-    def _quiet_call(self, task, msg):
-        try:
-            self.call(task, msg, timeout_s=transport.PING_TIMEOUT_S)
-        except errors.OpError:
-            pass
+        self._route(task).notify(msg)
 
     def silent_tasks(self, tasks) -> list:
         """[(task, address, port accepts)] of the remote ``tasks`` that do not answer a
@@ -201,7 +173,7 @@ class Peers:
             elif task == self._local_task and inline is None:
                 inline = (i, task, svc, msg)
             else:
-                futures.append((i, task, self._pool.submit(svc.dispatch, msg)))
+                futures.append((i, task, self._pool.call(svc.dispatch, msg)))
         early: dict = {}
         if inline is not None:
             i, task, svc, msg = inline
@@ -260,24 +232,14 @@ class Peers:
         for task, _ in calls:
             if task == skip:
                 continue
-            svc = self._service(task)
             try:
-                if svc is not None:
-                    svc.dispatch(dict(msg))
-                else:
-                    self._client.push(self.address(task), dict(msg))
+                self._route(task).push(dict(msg))
             except Exception:  # noqa: BLE001 - best effort
                 pass
 
     def push_tensors(self, task, step_id, items):
         """Delivers [(key, tensor)] of one step to ``task``'s rendezvous in one message."""
-        svc = self._service(task)
-        if svc is not None:
-            svc.worker.rendezvous.put_many(step_id, items)
-            return
-        self._client.push(self.address(task), {"type": "Tensor", "step_id": step_id,
-                                               "keys": [k for k, _ in items],
-                                               "tensors": [v for _, v in items]})
+        self._route(task).push_tensors(step_id, items)
 
     def gpu_counts(self):
         """(job, index) -> GPU count, for placement: each task is asked on first use."""
@@ -288,63 +250,29 @@ class Peers:
         master calls it when a task has restarted: the new incarnation may differ)."""
         n = self._gpus.get(task)
         if n is None:
-            svc = self._service(task)
-            if svc is not None:
-                n = svc.worker.gpu_count
-            else:
-                n = int(self.call(task, {"type": "Status"}, timeout_s=transport.PING_TIMEOUT_S * 3).get("gpus", 0))
-            self._gpus[task] = n
+            n = self._gpus[task] = self._route(task).gpu_count()
         return n
 
     def forget_gpu_counts(self):
         self._gpus.clear()
 
-    def wake_pipe(self) -> "_WakePipe":
-        """This thread's pipe that interrupts its _ReplyPump."""
-        pipe = getattr(self._thread_state, "wake_pipe", None)
-        if pipe is None:
-            pipe = self._thread_state.wake_pipe = _WakePipe()
-        return pipe
+    def wakeup(self) -> transport.Wakeup:
+        """This thread's wake-up that interrupts its _ReplyPump (the loop's own kind: its
+        descriptors close once nothing refers to it, never while a waker might use them)."""
+        wakeup = getattr(self._thread_state, "wakeup", None)
+        if wakeup is None:
+            wakeup = self._thread_state.wakeup = transport.Wakeup()
+        return wakeup
 
     def close(self):
-        self._pool.shutdown(wait=False)
+        self._pool.shutdown()
         self._client.close()
-
-
-class _WakePipe:
-    """A non-blocking pipe whose read end a thread polls beside its sockets. Its file
-    descriptors close when nothing refers to it any more (its thread has ended or its Peers
-    is gone, and no step's pump holds it), never while a waker might still write to them."""
-
-    def __init__(self):
-        self.read_fd, self._write_fd = os.pipe()
-        os.set_blocking(self.read_fd, False)
-        os.set_blocking(self._write_fd, False)
-        self._closer = weakref.finalize(self, _close_fds, self.read_fd, self._write_fd)
-
-    def wake(self):
-        try:
-            os.write(self._write_fd, b"\0")
-        except BlockingIOError:  # full: a wake-up is pending anyway
-            pass
-
-    def drain(self):
-        try:
-            while os.read(self.read_fd, 4096):
-                pass
-        except BlockingIOError:
-            pass
-
-
-def _close_fds(*fds):
-    for fd in fds:
-        os.close(fd)
 
 
 class _ReplyPump:
     """How this task's partition waits for tensors (StepRendezvous.wait_any) on the thread
     that sent the step's RunGraphs: it polls that thread's sockets to the remote parts, and
-    a pipe another thread writes to when it puts a tensor in the rendezvous. Remote parts
+    a wake-up another thread signals when it puts a tensor in the rendezvous. Remote parts
     asked with ``early`` send this task's tensors ahead of their reply on those sockets, so
     they reach the waiting thread without passing through the task's I/O thread (a thread
     hand-off each way). Replies that arrive are kept for call_all; an error reply raises,
@@ -354,15 +282,16 @@ class _ReplyPump:
         self._peers = peers
         self._remote = remote
         self._early = early
-        self._pipe = peers.wake_pipe()
+        self._wakeup = peers.wakeup()
         self.owner = threading.get_ident()  # the sockets' thread: only it may wait here
 
     def wait(self, timeout_s):
         client = self._peers._client
         waiting = [(i, address, rid) for i, _, address, rid, _ in self._remote if i not in self._early]
-        polled = [client.reply_socket(address) for _, address, _ in waiting] + [self._pipe.read_fd]
-        if self._pipe.read_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
-            self._pipe.drain()
+        wake_fd = self._wakeup.fileno()
+        polled = [client.reply_socket(address) for _, address, _ in waiting] + [wake_fd]
+        if wake_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
+            self._wakeup.clear()
         for i, address, rid in waiting:
             reply = client.try_receive(address, rid, on_interim=self._peers._deliver)
             if reply is not None:
@@ -371,7 +300,7 @@ class _ReplyPump:
 
     def wake(self):
         if threading.get_ident() != self.owner:  # not a tensor it delivered itself
-            self._pipe.wake()
+            self._wakeup.wake()
 
 
 class _GpuCounts:
@@ -446,8 +375,7 @@ class TaskService:
         if self._running or self._loop is None:
             return
         self._running = True
-        with _IN_PROCESS_LOCK:
-            _IN_PROCESS[normalize_address(self.address)] = self
+        _REGISTRY.register(self.address, self)
         self._loop.start()
         self.master.start_reaper()
 
@@ -468,9 +396,7 @@ class TaskService:
         return s
 
     def stop(self):
-        with _IN_PROCESS_LOCK:
-            if _IN_PROCESS.get(normalize_address(self.address)) is self:
-                del _IN_PROCESS[normalize_address(self.address)]
+        _REGISTRY.unregister(self.address, self)
         self.master.stop_reaper()
         if self._loop is not None:
             self._loop.stop()

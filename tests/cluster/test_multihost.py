@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from dtf.wire import shm, transport
+from dtf.wire import endpoints, shm, transport
 from tests.cluster.conftest import REPO
 from tests.cluster import rig as rig_module
 from tests.cluster.rig import PROFILES, make_rig  # noqa: F401  (make_rig is a fixture)
@@ -35,12 +35,12 @@ FAST_ENV = {"DTF_HUNG_PEER_TIMEOUT_S": "5", "DTF_CONNECT_TIMEOUT_S": "20"}
 
 
 class RigTask:
-    """A task process (dtf.runtime.standalone) on a rig host, stopped by PID."""
+    """A task process (``dtf server``) on a rig host, stopped by PID."""
 
     def __init__(self, host, spec, job, index, env=None):
         self.host, self.job, self.index = host, job, index
         self.proc = host.popen(
-            [sys.executable, "-m", "dtf.runtime.standalone", f"--cluster_spec={spec}",
+            [sys.executable, "-m", "dtf", "server", f"--cluster_spec={spec}",
              f"--job_name={job}", f"--task_index={index}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, text=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))
@@ -146,7 +146,7 @@ def test_tensors_between_hosts_go_over_tcp(make_rig, tasks):
     # What decides the path: an address of another host is neither shm-local nor loopback.
     for h in (h0, h1):
         assert not shm.is_local(f"{h.address}:{PORT}")
-        assert transport._loopback_port(f"{h.address}:{PORT}", transport._LOOPBACK_HOSTS) is None
+        assert endpoints.loopback_port(f"{h.address}:{PORT}", endpoints.LOOPBACK_HOSTS) is None
     out = _client(client, f"""
         import numpy as np
         import dtf as tf

@@ -71,7 +71,7 @@ def _images(images):
     return images
 
 
-@reference("ResizeBilinear")
+@reference("ResizeBilinear", host=True)
 def _resize_bilinear(attrs, images, size):
     images = _images(images)
     h, w = _size(size)
@@ -85,7 +85,7 @@ def _resize_bilinear(attrs, images, size):
     return (top + (bottom - top) * ly[None, :, None, None]).astype(_F)
 
 
-@reference("ResizeBilinearGrad")
+@reference("ResizeBilinearGrad", host=True)
 def _resize_bilinear_grad(attrs, grads, original_image):
     align, half = _flags(attrs)
     grads = np.asarray(grads, _F)
@@ -104,7 +104,7 @@ def _resize_bilinear_grad(attrs, grads, original_image):
     return out.astype(np.asarray(original_image).dtype)
 
 
-@reference("ResizeNearestNeighbor")
+@reference("ResizeNearestNeighbor", host=True)
 def _resize_nearest(attrs, images, size):
     images = _images(images)
     h, w = _size(size)
@@ -114,7 +114,7 @@ def _resize_nearest(attrs, images, size):
     return images[:, ys][:, :, xs]
 
 
-@reference("ResizeNearestNeighborGrad")
+@reference("ResizeNearestNeighborGrad", host=True)
 def _resize_nearest_grad(attrs, grads, size):
     align, half = _flags(attrs)
     grads = np.asarray(grads)

@@ -28,7 +28,7 @@ def _row_order(idx, *tie_breaks):
     return np.lexsort(keys) if keys and len(idx) else np.arange(len(idx))
 
 
-@reference("SparseReshape")
+@reference("SparseReshape", host=True)
 def _sparse_reshape(attrs, indices, input_shape, new_shape):
     idx = _matrix(indices, "Input indices")
     in_shape = np.asarray(input_shape, np.int64).reshape(-1)
@@ -77,7 +77,7 @@ def _same_shapes(a_shape, b_shape):
     return a_shape
 
 
-@reference("SparseAdd")
+@reference("SparseAdd", host=True)
 def _sparse_add(attrs, a_indices, a_values, a_shape, b_indices, b_values, b_shape, thresh):
     ai, bi = _matrix(a_indices, "a_indices"), _matrix(b_indices, "b_indices")
     shape = _same_shapes(a_shape, b_shape)
@@ -105,7 +105,7 @@ def _sparse_add(attrs, a_indices, a_values, a_shape, b_indices, b_values, b_shap
     return idx[keep], vals[keep], shape
 
 
-@reference("SparseAddGrad")
+@reference("SparseAddGrad", host=True)
 def _sparse_add_grad(attrs, grad, a_indices, b_indices, sum_indices):
     at = {tuple(r): k for k, r in enumerate(_matrix(sum_indices, "sum_indices").tolist())}
     out = []
@@ -120,7 +120,7 @@ def _sparse_add_grad(attrs, grad, a_indices, b_indices, sum_indices):
     return tuple(out)
 
 
-@reference("SparseTensorDenseAdd")
+@reference("SparseTensorDenseAdd", host=True)
 def _sparse_tensor_dense_add(attrs, a_indices, a_values, a_shape, b):
     idx = _matrix(a_indices, "a_indices")
     shape = np.asarray(a_shape, np.int64).reshape(-1)
@@ -134,7 +134,7 @@ def _sparse_tensor_dense_add(attrs, a_indices, a_values, a_shape, b):
     return out
 
 
-@reference("SparseConcat")
+@reference("SparseConcat", host=True)
 def _sparse_concat(attrs, *inputs):
     n = int(attrs["N"])
     indices, values, shapes = inputs[:n], inputs[n:2 * n], inputs[2 * n:]

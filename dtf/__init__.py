@@ -53,9 +53,12 @@ from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
 from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_combine_ops import *  # noqa: F401,F403,E402
+from dtf.ops.string_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_accumulator_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
 from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sort_ops import *  # noqa: F401,F403,E402
@@ -81,6 +84,8 @@ _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
 _LAZY_MODULES["sparse"] = "dtf.sparse"
+_LAZY_MODULES["image"] = "dtf.image"
+_LAZY_MODULES["strings"] = "dtf.strings"
 _LAZY_MODULES["data"] = "dtf.data"
 _LAZY_MODULES["python_io"] = "dtf.io.python_io"
 _LAZY_MODULES["graph_util"] = "dtf.graph_util"

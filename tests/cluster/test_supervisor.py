@@ -73,7 +73,10 @@ def test_chief_initializes_worker_waits_both_train_and_a_restarted_chief_resumes
 
     assert "Worker 0: Initializing session..." in chief_out
     assert "Restoring parameters" not in chief_out
-    assert "Worker 0: starting at global step 0" in chief_out
+    # A fresh start (no restore): the chief starts near 0. Not exactly 0: once the chief has
+    # initialized the model, worker 1 may train a few steps before the chief reads the step.
+    first = re.search(r"Worker 0: starting at global step (\d+)", chief_out)
+    assert first and int(first.group(1)) < 80, chief_out
     assert "Worker 1: Waiting for session to be initialized..." in worker_out
     assert "Worker 1: Session initialization complete." in worker_out
     for index, out in ((0, chief_out), (1, worker_out)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from dtf.runtime import liveness
-from dtf.runtime.step_machine import FOLD, Abort, Finish, Invalidate, Ping, RunHere, Send, StepMachine
+from dtf.runtime.step_machine import FOLD, Abort, Finish, Invalidate, Ping, Send, StepMachine
 from dtf.wire import transport
 
 
@@ -33,33 +33,35 @@ class AsyncStep:
         self.loop = loop
         local = master.task_name
         address = master.peers.address
-        self.machine = StepMachine(msgs[0]["step_id"], plan.parts, msgs,
-                                   [None if p.task == local else address(p.task) for p in plan.parts],
-                                   local, time.monotonic(), FOLD)
+        addresses = []  # a loop, not a comprehension: one frame fewer per step
+        for p in plan.parts:
+            addresses.append(None if p.task == local else address(p.task))
+        self.machine = StepMachine(msgs[0]["step_id"], plan.parts, msgs, addresses, local,
+                                   time.monotonic(), FOLD)
         self.rids: dict = {}  # part index -> request id of a remote part
 
     def start(self):
-        machine = self.machine
+        machine, loop = self.machine, self.loop
         for action in machine.start():
             if machine.done:
                 break
-            self._ACTIONS[type(action)](self, action)
+            if type(action) is Send:  # carried out here: one frame fewer per remote part
+                i = action.part
+                try:
+                    self.rids[i] = loop.request(machine.addresses[i], action.msg,
+                                                lambda r, i=i: self._on_reply(i, r))
+                except Exception as e:  # noqa: BLE001 - e.g. a message over the size limit
+                    self._act(machine.send_failed(i, e))
+            else:
+                self._run_here(action)
         if not machine.done and self.rids:
-            _watchdog(self.loop).add(self)
+            _watchdog(loop).add(self)
 
     def _act(self, actions):
         for action in actions:
             self._ACTIONS[type(action)](self, action)
 
     # -- actions -----------------------------------------------------------------------
-    def _send(self, action):
-        i = action.part
-        try:
-            self.rids[i] = self.loop.request(self.machine.addresses[i], action.msg,
-                                             lambda r, i=i: self._on_reply(i, r))
-        except Exception as e:  # noqa: BLE001 - e.g. a message over the size limit
-            self._act(self.machine.send_failed(i, e))
-
     def _run_here(self, action):
         i, msg = action.part, action.msg
         worker = self.master.peers.local_worker()
@@ -68,7 +70,9 @@ class AsyncStep:
             if isinstance(result, BaseException):
                 self._act(self.machine.local_failed(i, result))
             else:
-                self._act(self.machine.replied(i, result))
+                actions = self.machine.replied(i, result)
+                if actions:
+                    self._finish(actions[0])  # replied() gives only Finish(None)
 
         try:
             if not worker.start_graph(msg, on_result, self.loop):
@@ -125,8 +129,8 @@ class AsyncStep:
         rid = loop.request(address, {"type": "Ping"}, on_pong, kind="ping")
         loop.call_later(transport.PING_TIMEOUT_S, on_silence)
 
-    _ACTIONS = {Send: _send, RunHere: _run_here, Abort: _abort, Invalidate: _invalidate,
-                Finish: _finish, Ping: _ping}
+    # Send and RunHere come only from start(), which carries them out itself.
+    _ACTIONS = {Abort: _abort, Invalidate: _invalidate, Finish: _finish, Ping: _ping}
 
     # -- events ------------------------------------------------------------------------
     def _on_reply(self, i, reply):
@@ -139,7 +143,7 @@ class AsyncStep:
             return
         actions = self.machine.replied(i, reply)
         if actions:
-            self._act(actions)
+            self._finish(actions[0])  # replied() gives only Finish(None)
 
     def check_peers(self, now):
         """Pings the parts still running remotely when they are due (the watchdog asks)."""

@@ -17,8 +17,7 @@ import time
 
 from dtf.framework import errors
 from dtf.runtime import liveness
-from dtf.runtime.rendezvous import WaitHooks
-from dtf.runtime.step_machine import EARLY, Abort, Finish, Invalidate, Ping, RunHere, Send, StepMachine
+from dtf.runtime.step_machine import EARLY, Abort, Finish, Invalidate, Ping, Send, StepMachine
 from dtf.wire import transport
 
 log = logging.getLogger("dtf")
@@ -28,40 +27,59 @@ LOG_WAIT_EVERY_S = 10.0
 
 class BlockingStep:
     """One step run by the calling thread: ``run()`` returns the parts' replies in the
-    plan's order, or raises the step's first error."""
+    plan's order, or raises the step's first error. It is itself the WaitHooks it lends
+    this task's partition (``on_idle``, ``pump``)."""
 
     def __init__(self, session, parts, msgs, step_id, timeout_ms):
         peers = self.peers = session.master.peers
         self.session = session
         self.client = peers.client
-        self.services = [peers.in_process(p.task) for p in parts]
-        self.machine = StepMachine(
-            step_id, parts, msgs, [peers.address(p.task) if svc is None else None
-                                   for p, svc in zip(parts, self.services)],
-            session.master.task_name, time.monotonic(), EARLY)
+        # One loop, no comprehensions: every step of a between-graph worker comes here.
+        services, addresses = [], []
+        for p in parts:
+            svc = peers.in_process(p.task)
+            services.append(svc)
+            addresses.append(peers.address(p.task) if svc is None else None)
+        self.services = services
+        self.machine = StepMachine(step_id, parts, msgs, addresses, session.master.task_name,
+                                   time.monotonic(), EARLY)
         self.timeout_s = None if not timeout_ms else timeout_ms / 1000.0 + 2.0
         self.rids: dict = {}  # part -> request id of a remote part
-        self.inline = None  # (part, msg) of this task's partition, run on this thread
         self.futures: list = []  # (part, future) of partitions of other tasks in this process
+        self.pump = None  # rendezvous.WaitHooks.pump: a _ReplyPump when the parts send early
         self._last_log = 0.0
 
     def run(self):
         machine = self.machine
+        inline = None  # this task's partition, run on this thread
         for action in machine.start():
             if machine.done:
                 break
-            self._ACTIONS[type(action)](self, action)
-        if self.inline is not None and not machine.done:
-            i, msg = self.inline
-            hooks = None
-            if self.rids:
-                hooks = WaitHooks(self._on_idle, _ReplyPump(self) if machine.mark == EARLY else None)
+            i = action[0]
+            if type(action) is Send:
+                try:
+                    self.rids[i] = self.client.send(machine.addresses[i], action.msg)
+                except Exception as e:  # noqa: BLE001 - zmq errors on a closed context, a message too large
+                    self._act(machine.send_failed(i, e))
+            elif inline is None and machine.parts[i].task == machine.local_task:
+                inline = action
+            else:
+                try:
+                    self.futures.append((i, self.peers.submit(self.services[i].dispatch, action.msg)))
+                except Exception as e:  # noqa: BLE001 - the pool has shut down: this task stops
+                    self._act(machine.local_failed(i, e))
+        # replied() gives at most Finish(None), which needs nothing here: the replies are
+        # returned below.
+        if inline is not None and not machine.done:
+            i = inline.part
+            if self.rids and machine.mark == EARLY:
+                self.pump = _ReplyPump(self)
             try:
-                reply = self.services[i].worker.run_graph(msg, hooks)
+                reply = self.services[i].worker.run_graph(inline.msg, self if self.rids else None)
             except Exception as e:  # noqa: BLE001 - the step's error: the others are aborted
                 self._act(machine.local_failed(i, e))
             else:
-                self._act(machine.replied(i, reply))
+                machine.replied(i, reply)
         for i, rid in self.rids.items():
             if i in machine.pending and not machine.done:
                 self._receive(i, rid)
@@ -71,7 +89,7 @@ class BlockingStep:
             except Exception as e:  # noqa: BLE001 - as above
                 self._act(machine.local_failed(i, e))
             else:
-                self._act(machine.replied(i, reply))
+                machine.replied(i, reply)
         if machine.error is not None:
             raise machine.error
         return machine.replies
@@ -81,23 +99,6 @@ class BlockingStep:
             self._ACTIONS[type(action)](self, action)
 
     # -- actions -----------------------------------------------------------------------
-    def _send(self, action):
-        i = action.part
-        try:
-            self.rids[i] = self.client.send(self.machine.addresses[i], action.msg)
-        except Exception as e:  # noqa: BLE001 - zmq errors on a closed context, a message too large
-            self._act(self.machine.send_failed(i, e))
-
-    def _run_here(self, action):
-        i = action.part
-        if self.inline is None and self.machine.parts[i].task == self.machine.local_task:
-            self.inline = (i, action.msg)
-        else:
-            try:
-                self.futures.append((i, self.peers.submit(self.services[i].dispatch, action.msg)))
-            except Exception as e:  # noqa: BLE001 - the pool has shut down: this task stops
-                self._act(self.machine.local_failed(i, e))
-
     def _abort(self, action):
         svc = self.peers.in_process(action.task)
         try:
@@ -129,8 +130,8 @@ class BlockingStep:
         else:
             self._act(machine.pong(i, reply.get("incarnation")))
 
-    _ACTIONS = {Send: _send, RunHere: _run_here, Abort: _abort, Invalidate: _invalidate,
-                Finish: _finish, Ping: _ping}
+    # Send and RunHere come only from start(), which run() carries out itself.
+    _ACTIONS = {Abort: _abort, Invalidate: _invalidate, Finish: _finish, Ping: _ping}
 
     # -- events ------------------------------------------------------------------------
     def _got(self, i, reply):
@@ -140,7 +141,7 @@ class BlockingStep:
         except Exception as e:  # noqa: BLE001 - its error is the step's
             self._act(self.machine.reply_failed(i, e))
         else:
-            self._act(self.machine.replied(i, reply))
+            self.machine.replied(i, reply)
 
     def _receive(self, i, rid):
         machine = self.machine
@@ -164,8 +165,9 @@ class BlockingStep:
         else:
             self._got(i, reply)
 
-    def _on_idle(self):
-        """Called by this task's partition while it waits for tensors (every IDLE_SLICE_S)."""
+    def on_idle(self):
+        """rendezvous.WaitHooks.on_idle: called by this task's partition while it waits for
+        tensors (every IDLE_SLICE_S without one)."""
         machine = self.machine
         for i, rid in self.rids.items():
             if i in machine.pending and not machine.done:
@@ -188,6 +190,7 @@ class _ReplyPump:
     def __init__(self, step):
         self._step = step
         self._pipe = step.peers.wake_pipe()
+        self._deliver = step.peers.local_worker().tensor_push
         self.owner = threading.get_ident()  # the sockets' thread: only it may wait here
 
     def wait(self, timeout_s):
@@ -197,11 +200,10 @@ class _ReplyPump:
         polled = [client.reply_socket(address) for _, address, _ in waiting] + [self._pipe.read_fd]
         if self._pipe.read_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
             self._pipe.drain()
-        deliver = step.peers.local_worker().tensor_push
         for i, address, rid in waiting:
             if machine.done:
                 break
-            reply = client.try_receive(address, rid, on_interim=deliver)
+            reply = client.try_receive(address, rid, on_interim=self._deliver)
             if reply is not None:
                 step._got(i, reply)
 

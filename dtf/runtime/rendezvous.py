@@ -38,7 +38,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, NamedTuple
+from typing import Protocol
 
 from dtf.framework import errors
 from dtf.runtime.executor import MISSING
@@ -51,15 +51,17 @@ ORPHAN_S = 300.0
 _SWEEP_EVERY_S = 30.0
 
 
-class WaitHooks(NamedTuple):
+class WaitHooks(Protocol):
     """What a master's thread that waits in its own partition lends the partition's
-    rendezvous: ``on_idle()``, called (outside the lock) every IDLE_SLICE_S while a receive
-    waits, notices a failed or dead peer; ``pump`` (or None) owns the thread's sockets:
-    ``pump.wait(timeout_s)`` polls them (tensors sent ahead of a reply reach the wait
-    without a thread hand-off), ``pump.wake()`` interrupts it when another thread puts a
-    tensor here, ``pump.owner`` is the thread it belongs to."""
-    on_idle: Callable[[], None]
-    pump: object = None
+    rendezvous (blocking_step.BlockingStep is one): ``on_idle()``, called (outside the lock)
+    every IDLE_SLICE_S while a receive waits, notices a failed or dead peer; ``pump`` (or
+    None) owns the thread's sockets: ``pump.wait(timeout_s)`` polls them (tensors sent
+    ahead of a reply reach the wait without a thread hand-off), ``pump.wake()`` interrupts
+    it when another thread puts a tensor here, ``pump.owner`` is the thread it belongs to."""
+
+    pump: object
+
+    def on_idle(self) -> None: ...
 
 
 class StepRendezvous:
@@ -91,10 +93,6 @@ class StepRendezvous:
         self._waiter = None  # (parked keys, callback) of a step that returned instead of waiting
         self.created = time.monotonic()
         self.started = False  # a partition of the step has started on this task
-
-    def lend(self, hooks: WaitHooks):
-        """Takes a master thread's hooks for the waits of its partition here."""
-        self.on_idle, self.pump = hooks.on_idle, hooks.pump
 
     def put(self, key, value):
         self.put_many(((key, value),))

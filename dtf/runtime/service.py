@@ -61,7 +61,7 @@ class Peers:
         self._addresses = {task_name(j, i): a for j, ts in cluster.items() for i, a in ts.items()}
         self._local_task = local_task
         self._local = local_service
-        self._client = client or transport.Client()
+        self._client = self.client = client or transport.Client()  # its sockets are per thread
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
         self._gpus: dict = {}
         self._thread_state = threading.local()
@@ -83,11 +83,6 @@ class Peers:
 
     def local_worker(self):
         return self._local.worker
-
-    @property
-    def client(self):
-        """This task's client to other tasks (its sockets are per thread)."""
-        return self._client
 
     def submit(self, fn, *args):
         """``fn(*args)`` on the peers' pool: a Future."""

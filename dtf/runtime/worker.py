@@ -223,8 +223,8 @@ class Worker:
         if msg.get("timeout_ms"):
             deadline = time.monotonic() + msg["timeout_ms"] / 1000.0
         rendezvous = self.rendezvous.step(step_id, starting=True)
-        if hooks is not None:
-            rendezvous.lend(hooks)
+        if hooks is not None:  # a rendezvous.WaitHooks
+            rendezvous.on_idle, rendezvous.pump = hooks.on_idle, hooks.pump
         parts = int(msg.get("task_partitions") or 1)
         fold = msg.get("fold")
         if isinstance(fold, str) and fold != self.task_name and parts == 1:

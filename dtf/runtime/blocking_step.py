@@ -80,6 +80,8 @@ class BlockingStep:
                 self._act(machine.local_failed(i, e))
             else:
                 machine.replied(i, reply)
+            finally:
+                self.pump = None  # it refers back to this step: no cycle left for the collector
         for i, rid in self.rids.items():
             if i in machine.pending and not machine.done:
                 self._receive(i, rid)

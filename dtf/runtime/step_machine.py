@@ -4,7 +4,8 @@ A step is one RunGraph per partition of its plan (remote parts first, this task'
 It succeeds when every part has answered, and fails at the first error, dead peer or
 restarted peer: then the partitions of every other task are aborted, so none of them waits
 for a tensor that will not come, and the client gets that first error. ``StepMachine``
-decides all of that; it never sends, waits or reads a clock. Two drivers feed it events
+decides all of that; it never sends or waits (only liveness.SilentPeer, which it asks
+about a silent peer, reads the clock for how long it has been hung). Two drivers feed it events
 and carry out its actions, each in the way its thread allows:
 
 - ``async_step.AsyncStep`` on a server's I/O thread (RunStep of a plan already built, every
@@ -14,7 +15,7 @@ and carry out its actions, each in the way its thread allows:
   the calling thread and reads the replies there.
 
 ========================  ==================================================================
-event                     actions (a tuple; empty when there is nothing to do)
+event                     actions (a sequence; empty when there is nothing to do)
 ========================  ==================================================================
 start()                   ``Send(part, msg)`` per remote part, then ``RunHere(part, msg)`` per
                           part in this process; remote RunGraphs carry the delivery mark of
@@ -25,6 +26,7 @@ failed(task, error)       ``Abort(task, msg)`` per other task of the step, ``Inv
                           when a task restarted (AbortedError), ``Finish(error)``
 send_failed(part, exc)    as failed(), with the error the client should read
 reply_failed(part, exc)   as failed(): an error reply, or one this task cannot take
+local_failed(part, exc)   as failed(): a partition run in this process raised
 timed_out(part, timeout)  as failed(), with DeadlineExceededError
 ping_due(now)             ``Ping(part)`` per remote part still running, every PING_EVERY_S
 pong(part, incarnation)   none, or as failed() when the part's task has restarted

@@ -1,6 +1,6 @@
 """Task processes on free 127.0.0.1 ports, for either implementation, stopped by PID.
 
-dtf tasks run ``python -m dtf.runtime.standalone``; TensorFlow tasks run
+dtf tasks run ``python -m dtf server``; TensorFlow tasks run
 ``python -m bench.tf_server`` (same flags). Both print a "listening on" line once serving.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-SERVER_MODULES = {"dtf": "dtf.runtime.standalone", "tf": "bench.tf_server"}
+# The command (after ``python``) of a task; the classic server flags follow it.
+SERVER_COMMANDS = {"dtf": ["-m", "dtf", "server"], "tf": ["-m", "bench.tf_server"]}
 
 
 def free_port() -> int:
@@ -85,7 +86,7 @@ class Cluster:
         log_path = os.path.join(self.log_dir, f"{job}-{index}.log")
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
-                [self.python, "-m", SERVER_MODULES[self.impl], f"--cluster_spec={self.flags_spec}",
+                [self.python, *SERVER_COMMANDS[self.impl], f"--cluster_spec={self.flags_spec}",
                  f"--job_name={job}", f"--task_index={index}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
                 env=dict(quiet_env(), **self.env))

@@ -1,4 +1,4 @@
-"""A TensorFlow task with the flags of ``dtf.runtime.standalone``: the peer's servers.
+"""A TensorFlow task with the classic flags of ``dtf server``: the peer's servers.
 
 ``python -m bench.tf_server --cluster_spec='ps|h:p,worker|h:p;h:p' --job_name=ps
 --task_index=0`` serves until SIGTERM (tf.train.Server + join, as TF1 scripts do).

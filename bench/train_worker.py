@@ -92,14 +92,14 @@ def main(argv=None):
             labels: rng.integers(0, 10, BATCH)}
     print("@@READY", flush=True)
     sys.stdin.readline()
-    start = time.time()
+    start, cpu0 = time.time(), time.process_time()
     local_steps, step = 0, 0
     while not (done() if done else step >= args.steps):
         _, step = sess.run([train_op, global_step], feed_dict=feed)
         local_steps += 1
-    end = time.time()
+    end, cpu_s = time.time(), time.process_time() - cpu0  # this worker's CPU while training
     print("@@RESULT " + json.dumps({"start": start, "end": end, "local_steps": local_steps,
-                                    "global_step": int(step)}), flush=True)
+                                    "global_step": int(step), "cpu_s": cpu_s}), flush=True)
     # Leave at once: closing sessions is not what is measured, and TF1's sync chief may wait
     # out stop_grace_period_secs at close.
     os._exit(0)

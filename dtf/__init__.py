@@ -36,22 +36,13 @@ from dtf.framework.ops import convert_to_tensor_or_indexed_slices  # noqa: F401
 from dtf.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions  # noqa: F401
 from dtf.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
-from dtf.ops.constant_op import constant  # noqa: F401
-from dtf.ops.array_ops import identity, placeholder, placeholder_with_default  # noqa: F401
-from dtf.ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: F401
-from dtf.ops.math_ops import (  # noqa: F401
-    abs, acos, add, add_n, asin, atan, atan2, cast, ceil, cos, cosh, div, div_no_nan, divide,
-    equal, erf, exp, expm1, floor, floor_div, floordiv, floormod, greater, greater_equal,
-    is_finite, is_inf, is_nan, less, less_equal, log, log1p, logical_and, logical_not,
-    logical_or, logical_xor, maximum, minimum, mod, multiply, negative, not_equal, pow,
-    realdiv, reciprocal, round, rsqrt, saturate_cast, scalar_mul, sigmoid, sign, sin, sinh,
-    sqrt, square, squared_difference, subtract, tan, tanh, to_double, to_float, to_int32,
-    to_int64, truediv, truncatediv, truncatemod, where, where_v2, cumsum, cumprod,
-)
+# Each op family lists its public TF names in __all__ (a new op is exported there only).
+from dtf.ops.constant_op import *  # noqa: F401,F403,E402
+from dtf.ops.control_flow_ops import *  # noqa: F401,F403,E402
+from dtf.ops.math_ops import *  # noqa: F401,F403,E402
 
 newaxis = None
 
-# Each op family lists its public TF names in __all__.
 from dtf.ops.array_ops import *  # noqa: F401,F403,E402
 from dtf.ops.linalg_ops import *  # noqa: F401,F403,E402
 from dtf.ops.clip_ops import *  # noqa: F401,F403,E402
@@ -76,12 +67,12 @@ from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
 from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
 from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
-from dtf.ops.math_ops import accumulate_n  # noqa: F401,E402
-from dtf import app, compat, initializers, logging, nn, queue, random, train  # noqa: F401,E402
+from dtf import app, compat, initializers, logging, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
 _LAZY_MODULES["linalg"] = "dtf.linalg"
+_LAZY_MODULES["nn"] = "dtf.nn"  # the rnn cells and the nn families' op definitions
 _LAZY_NAMES = {"Event": "dtf.summary", "HistogramProto": "dtf.summary",
                "SessionLog": "dtf.summary", "Summary": "dtf.summary"}
 _LAZY_MODULES["losses"] = "dtf.losses"
@@ -114,31 +105,24 @@ def __getattr__(name):
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module 'dtf' has no attribute {name!r}")
-from dtf.ops.reduction_ops import (  # noqa: F401,E402
-    argmax, argmin, count_nonzero, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
-    reduce_mean, reduce_min, reduce_prod, reduce_sum,
-)
-from dtf.ops.gradients import gradients  # noqa: F401,E402
-from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402
-from dtf.ops.confusion_matrix import confusion_matrix  # noqa: F401,E402
+from dtf.ops.reduction_ops import *  # noqa: F401,F403,E402
+from dtf.ops.gradients import *  # noqa: F401,F403,E402
+from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402 - a tf.nn function TF exports here too
+from dtf.ops.confusion_matrix import *  # noqa: F401,F403,E402
 from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
 from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
-from dtf.ops.reduction_ops import arg_max, arg_min  # noqa: F401,E402
 _LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests
-from dtf.ops.logging_ops import (  # noqa: F401,E402,A004
-    Assert, Print, add_check_numerics_ops, check_numerics, print,
-)
+from dtf.ops.logging_ops import *  # noqa: F401,F403,E402,A004
 from dtf.ops.check_ops import *  # noqa: F401,F403,E402 - tf.assert_* and friends
 from dtf import debugging  # noqa: F401,E402
-from dtf.ops.script_ops import numpy_function, py_func  # noqa: F401,E402
+from dtf.ops.script_ops import *  # noqa: F401,F403,E402
 from dtf.ops.template import make_template  # noqa: F401,E402
 from dtf.ops.custom_gradient import custom_gradient  # noqa: F401,E402
-from dtf.ops.gradients import hessians  # noqa: F401,E402
 from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
 from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger
-from dtf.ops.control_flow_cond import case, cond, switch_case  # noqa: F401,E402
-from dtf.ops.control_flow_while import while_loop  # noqa: F401,E402
-from dtf.ops.tensor_array_ops import TensorArray  # noqa: F401,E402
-from dtf.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401,E402
+from dtf.ops.control_flow_cond import *  # noqa: F401,F403,E402
+from dtf.ops.control_flow_while import *  # noqa: F401,F403,E402
+from dtf.ops.tensor_array_ops import *  # noqa: F401,F403,E402
+from dtf.ops.functional_ops import *  # noqa: F401,F403,E402
 from dtf.io.parsing_ops import *  # noqa: F401,F403,E402
 from dtf.ops.reader_ops import *  # noqa: F401,F403,E402

@@ -17,11 +17,11 @@ import collections
 
 import numpy as np
 
-import dtf.ops.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
+import dtf.framework.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
 from dtf.framework import dtypes
 from dtf.framework.graph_def import NodeDef
 from dtf.placement import task_of
-from dtf.runtime.graph_walk import split_tensor_name
+from dtf.framework.graph_walk import split_tensor_name
 
 
 def rendezvous_key(send_device, recv_device, tensor_name) -> str:

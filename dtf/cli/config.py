@@ -20,7 +20,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 DEFAULT_NAME = "cluster.toml"
-_SECTIONS = ("jobs", "ssh", "env", "paths", "security")
+_SECTIONS = ("jobs", "ssh", "env", "paths", "security", "slurm")
 _SSH_KEYS = ("user", "port", "identity_file", "python", "workdir", "options")
 _SECURITY_KEYS = ("mode", "keys", "allow_plain_remote")
 _MODES = ("curve", "plain")
@@ -101,6 +101,7 @@ class ClusterConfig:
     state_dir: Path = None
     log_dir: Path = None
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    slurm: object = None  # dtf.cli.slurm.SlurmSettings: tasks start with srun (None: here or ssh)
 
     @property
     def key_path(self) -> Path:
@@ -201,7 +202,13 @@ def _parse(path: Path, text: str, data: dict) -> ClusterConfig:
     if unknown:
         raise ConfigError(path, f"unknown section or key {unknown[0]!r}; the known sections are "
                           f"{', '.join('[' + s + ']' for s in _SECTIONS)}", _line_of(text, unknown[0]))
-    jobs = _parse_jobs(path, text, data.get("jobs"))
+    slurm = _parse_slurm(path, text, data)
+    jobs = _parse_jobs(path, text, _slurm_addresses(path, text, data.get("jobs"), slurm)
+                       if _is_counts(data.get("jobs")) else data.get("jobs"))
+    if slurm is None and _is_counts(data.get("jobs")):
+        from dtf.cli.slurm import SlurmSettings
+
+        slurm = SlurmSettings()  # jobs given as counts: addresses and launch come from Slurm
     ssh = data.get("ssh", {})
     _expect_table(path, text, ssh, "ssh")
     hosts = ssh.get("hosts", {})
@@ -214,7 +221,40 @@ def _parse(path: Path, text: str, data: dict) -> ClusterConfig:
     env = _parse_env(path, text, data.get("env", {}))
     state_dir, log_dir = _parse_paths(path, text, data.get("paths", {}))
     security = _parse_security(path, text, data.get("security", {}))
-    return ClusterConfig(path, jobs, env, defaults, host_settings, state_dir, log_dir, security)
+    return ClusterConfig(path, jobs, env, defaults, host_settings, state_dir, log_dir, security, slurm)
+
+
+def _parse_slurm(path, text, data):
+    if "slurm" not in data:
+        return None
+    from dtf.cli import slurm
+
+    _expect_table(path, text, data["slurm"], "slurm")
+
+    def error(message, key):
+        raise ConfigError(path, message, _line_of(text, key))
+
+    return slurm.parse_section(data["slurm"], error)
+
+
+def _is_counts(jobs) -> bool:
+    """[jobs] as task counts (ps = 1), which a Slurm allocation turns into addresses."""
+    return isinstance(jobs, dict) and bool(jobs) and any(
+        isinstance(v, int) and not isinstance(v, bool) for v in jobs.values())
+
+
+def _slurm_addresses(path, text, jobs, settings) -> dict:
+    from dtf.cli import slurm
+
+    for job, count in jobs.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigError(path, f"job {job!r} must be a task count (a whole number >= 1) like "
+                              "the other jobs, when any job is given as a count (Slurm), not "
+                              f"{count!r}", _line_of(text, job))
+    try:
+        return slurm.resolve_addresses(jobs, settings or slurm.SlurmSettings())
+    except ValueError as e:
+        raise ConfigError(path, f"[jobs] are task counts, but {e}", _line_of(text, "[jobs]")) from None
 
 
 def _expect_table(path, text, value, name):

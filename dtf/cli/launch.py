@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from dtf.cli import probe, ssh, state
+from dtf.cli import probe, slurm, ssh, state
 from dtf.cli.config import is_local_host
 
 
@@ -40,7 +40,7 @@ def task_env(config) -> dict:
 
 def log_location(config, task) -> str:
     """Where a task's log is: a path here, or 'host:path' for a remote task."""
-    if is_local_host(task.host):
+    if config.slurm is not None or is_local_host(task.host):  # srun writes the log here
         return os.path.relpath(state.log_path(config, task))
     return ssh.log_location(config.ssh_for(task.host), task)
 
@@ -53,14 +53,15 @@ def restart_line(task) -> str:
 class LocalTask:
     """A task process started here; the same interface as ssh.RemoteTask."""
 
-    def __init__(self, config, task):
+    def __init__(self, config, task, command=None):
+        """``command``: what starts the task (default: ``dtf server`` here; srun for Slurm)."""
         path = state.log_path(config, task)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as out:  # a restarted task's log keeps how its last run ended
             if out.tell():
                 out.write(restart_line(task).encode())
                 out.flush()
-            self.proc = subprocess.Popen(server_command(config, task), stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(command or server_command(config, task), stdin=subprocess.DEVNULL,
                                          stdout=out, stderr=subprocess.STDOUT, cwd=config.path.parent,
                                          env=task_env(config), start_new_session=True)
         self.path = path
@@ -108,6 +109,8 @@ def start_cluster(config, timeout_s: float, key_file=None) -> list:
         elif reply is not None:
             outcomes[task] = Outcome(task, "failed", f"{task.address} is served by {reply.get('task')}, "
                                      f"not by {task.device_name}")
+        elif config.slurm is not None:
+            started[task] = LocalTask(config, task, slurm.srun_command(config, task))
         elif is_local_host(task.host):
             started[task] = LocalTask(config, task)
         else:

@@ -2,10 +2,18 @@
 
 Takes the task from cluster.toml (``--job J --task N``) or, for scripts written against the
 classic standalone server, from ``--cluster_spec='worker|w0:2222;w1:2222,ps|ps0:2222'
---job_name=worker --task_index=0``.
+--job_name=worker --task_index=0`` (``python -m dtf server ...`` where no ``dtf`` script is
+installed). This is the one parser of those flags.
+
+Prints one line "dtf server <task> listening on <address> pid <pid>" once it serves, and
+stops cleanly on SIGTERM or SIGINT.
 """
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from typing import Optional
 
 import typer
@@ -56,11 +64,57 @@ def _classic_spec(flags: str):
 
 
 def _serve(spec, job: str, index: int) -> int:
-    from dtf.runtime.standalone import serve
-
     try:
         return serve(spec, job, index)
     except (ValueError, TypeError) as e:
         fail(f"cannot serve /job:{job}/task:{index}: {e}", 2)
     except Exception as e:  # noqa: BLE001 - e.g. the port is taken: one paragraph, no traceback
         fail(f"cannot serve /job:{job}/task:{index}: {getattr(e, 'message', e)}", 1)
+
+
+def serve(cluster_spec, job_name: str, task_index: int, ready_message=True):
+    from dtf.train.server import Server
+
+    server = Server(cluster_spec, job_name=job_name, task_index=task_index)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if ready_message:
+        print(f"dtf server /job:{job_name}/task:{task_index} listening on "
+              f"{server.target[len('grpc://'):]} pid {os.getpid()}", flush=True)
+    _log_to_stderr()
+    from dtf.kernels.cpu import jit_loading
+
+    jit_loading.preload_for_server()
+    next_summary = time.monotonic() + SUMMARY_EVERY_S
+    while not stop.wait(0.5):
+        if time.monotonic() >= next_summary:
+            next_summary += SUMMARY_EVERY_S
+            _log_summary(server)
+    _log_summary(server)
+    server.stop()
+    return 0
+
+
+SUMMARY_EVERY_S = 60.0  # how often the task's log says how many steps it served (if any)
+
+
+def _log_to_stderr():
+    """The task's log (stderr, which `dtf up` sends to its log file): failed steps at
+    warning level, step counts at info, each line with its time."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+
+def _log_summary(server):
+    import logging
+
+    service = server._service
+    line = service.step_log.summary(service.worker.steps_run)
+    if line:
+        logging.getLogger("dtf.server").info("%s", line)

@@ -9,12 +9,26 @@ from dtf.cli.console import ConfigOption, console, fail, load_config
 
 
 def up(config: ConfigOption = None,
-       timeout: float = typer.Option(30.0, help="Seconds to wait for every task to answer.")):
+       timeout: float = typer.Option(30.0, help="Seconds to wait for every task to answer."),
+       slurm: bool = typer.Option(False, "--slurm", help="Start each task with srun on its node "
+                                  "of this Slurm allocation (implied by [slurm] in cluster.toml).")):
     """Start the tasks that are not running, in the background."""
     from dtf.cli import keys
 
     cfg = load_config(config)
+    if slurm or cfg.slurm is not None:
+        _check_slurm(cfg)
     bring_up(cfg, timeout, keys.prepare_launch(cfg))
+
+
+def _check_slurm(cfg):
+    from dtf.cli import slurm
+
+    if cfg.slurm is None:
+        cfg.slurm = slurm.SlurmSettings()
+    why = slurm.check_launch(cfg)
+    if why is not None:
+        fail(escape(f"cannot start {cfg.path} with srun: {why}"), 2)
 
 
 def bring_up(cfg, timeout: float, key_file):

@@ -15,7 +15,7 @@ from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime.executor import ExecState, Executor, StepContext
-from dtf.runtime.graph_walk import needed_nodes
+from dtf.framework.graph_walk import needed_nodes
 from .config import DeviceStepStats, NodeExecStats, RunOptions
 from .remote import RemoteBackend
 

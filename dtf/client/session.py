@@ -13,7 +13,7 @@ import numpy as np
 from dtf.framework import dtypes as _dtypes
 from dtf.framework import errors
 from dtf.framework import ops as _ops
-from dtf.runtime.resources import as_array
+from dtf.state.resources import as_array
 from .config import ConfigProto, RunMetadata, RunOptions  # noqa: F401 (re-exported)
 
 

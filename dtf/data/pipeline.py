@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from dtf.framework import errors
-from dtf.runtime.resources import as_array
+from dtf.state.resources import as_array
 from .function import Function, compile_plan
 
 STAGES: dict = {}

@@ -12,7 +12,8 @@ import os
 
 from dtf.train.cluster_spec import ClusterSpec
 
-__all__ = ["ClusterResolver", "SimpleClusterResolver", "TFConfigClusterResolver"]
+__all__ = ["ClusterResolver", "SimpleClusterResolver", "SlurmClusterResolver",
+           "TFConfigClusterResolver"]
 
 _TF_CONFIG_ENV = "TF_CONFIG"
 
@@ -192,3 +193,7 @@ class TFConfigClusterResolver(ClusterResolver):
                              '"task": {"type": ..., "index": ...} or pass task_type and task_id')
         rpc_layer = self.rpc_layer if rpc_layer is None else rpc_layer
         return format_master_url(cluster_spec.task_address(task_type, task_id), rpc_layer)
+
+
+# Last: the Slurm resolver builds on ClusterResolver above.
+from dtf.distribute.slurm_cluster_resolver import SlurmClusterResolver  # noqa: E402

@@ -3,10 +3,16 @@ statefulness, reference inputs) and gradient functions.
 
 Kernels have their own table in ``dtf.kernels.registry``. Registries fail loudly both
 ways: registering a type twice names the first registration, and a miss lists what exists.
+
+Op families that ``import dtf`` does not load (tf.data, tf.summary, ...) register their
+definitions when first used: a miss here imports the module that ``registry_index`` names
+for the type (a generated table, checked against the real registrations by a test) before
+reporting the op as unknown.
 """
 from __future__ import annotations
 
 import difflib
+import importlib
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
@@ -30,6 +36,7 @@ class OpDef:
     ref_output: bool = False
     forwards_ref: bool = False
     defined_at: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)  # the module whose import registered it
 
 
 _OP_DEFS: dict[str, OpDef] = {}
@@ -43,6 +50,33 @@ def _where() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
+def defining_module() -> str:
+    """The module whose import is running the caller: the innermost module-level frame.
+
+    Registrations record it so the generated index can name, for each op type, the module
+    to import; a helper in module A called from module B's top level counts as B's."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+
+
+def load_indexed(table: dict, key) -> bool:
+    """Imports the modules ``table[key]`` names (a module or a tuple of them); whether any."""
+    mods = table.get(key)
+    if not mods:
+        return False
+    for mod in (mods,) if isinstance(mods, str) else mods:
+        importlib.import_module(mod)
+    return True
+
+
+def _load_op(op_type: str) -> bool:
+    from dtf.framework import registry_index
+
+    return load_indexed(registry_index.OPS, op_type) and op_type in _OP_DEFS
+
+
 def register_op(op_type: str, *, stateful=False, ref_inputs=(), ref_output=False,
                 forwards_ref=False):
     """Decorator: registers ``infer`` as the shape/dtype function of ``op_type``."""
@@ -51,7 +85,7 @@ def register_op(op_type: str, *, stateful=False, ref_inputs=(), ref_output=False
         if op_type in _OP_DEFS:
             raise KeyError(f"op {op_type!r} registered twice; first at {_OP_DEFS[op_type].defined_at}")
         _OP_DEFS[op_type] = OpDef(op_type, infer, stateful, tuple(ref_inputs), ref_output,
-                                    forwards_ref, _where())
+                                    forwards_ref, _where(), defining_module())
         return infer
 
     return deco
@@ -61,17 +95,33 @@ def get_op_def(op_type: str) -> OpDef:
     try:
         return _OP_DEFS[op_type]
     except KeyError:
+        if _load_op(op_type):
+            return _OP_DEFS[op_type]
         near = difflib.get_close_matches(op_type, _OP_DEFS, n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise KeyError(f"no op named {op_type!r} is registered{hint}") from None
 
 
 def has_op(op_type: str) -> bool:
-    return op_type in _OP_DEFS
+    return op_type in _OP_DEFS or _load_op(op_type)
 
 
 def registered_ops() -> list[str]:
+    """The op types registered so far (families load on first use: see the module doc)."""
     return sorted(_OP_DEFS)
+
+
+def load_all_ops():
+    """Imports every op family the index names (for listings: docs, coverage tests)."""
+    from dtf.framework import registry_index
+
+    for mods in set(registry_index.OPS.values()):
+        load_indexed({0: mods}, 0)
+
+
+def op_modules() -> dict[str, str]:
+    """op type -> the module that registered it, for what has been imported so far."""
+    return {t: d.module for t, d in _OP_DEFS.items()}
 
 
 class RegisterGradient:
@@ -104,3 +154,8 @@ def get_gradient_function(op_type: str):
     if op_type not in _GRADIENTS:
         raise LookupError(f"No gradient defined for operation of type '{op_type}'")
     return _GRADIENTS[op_type]
+
+
+def has_gradient_entry(op_type: str) -> bool:
+    """Whether a gradient or NotDifferentiable is registered for ``op_type``."""
+    return op_type in _GRADIENTS

@@ -25,7 +25,7 @@ from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.framework.tensor_shape import TensorShape
-from dtf.ops import array_ops, math_ops, reduction_ops, variable_scope as vs
+from dtf.ops import array_ops, math_ops, nn_extra_ops, nn_ops, reduction_ops, variable_scope as vs
 from dtf.ops.smart_cond import smart_constant_value
 
 # Per graph: how many layers of each base name exist (layer.name is unique per graph).
@@ -396,22 +396,20 @@ def get_regularizer(regularizer):
     return penalty
 
 
-ACTIVATIONS = ("relu", "relu6", "elu", "selu", "softplus", "softsign", "sigmoid", "tanh",
-               "softmax", "linear")
+# The activations a layer may be given by name (Keras's names for tf.nn's functions).
+ACTIVATIONS = {"relu": nn_ops.relu, "relu6": nn_ops.relu6, "elu": nn_ops.elu,
+               "selu": nn_extra_ops.selu, "softplus": nn_ops.softplus, "softsign": nn_ops.softsign,
+               "sigmoid": nn_ops.sigmoid, "tanh": nn_ops.tanh, "softmax": nn_ops.softmax,
+               "linear": None}
 
 
 def get_activation(activation):
     """A callable, None, or the name of one (Keras's activations.get)."""
     if activation is None or callable(activation):
         return activation
-    if activation == "linear":
-        return None
-    from dtf import nn
-
-    fn = getattr(nn, activation, None) if activation in ACTIVATIONS else None
-    if fn is None:
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"Unknown activation function: {activation}")
-    return fn
+    return ACTIVATIONS[activation]
 
 
 def static_dims(shape):

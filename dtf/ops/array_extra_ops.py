@@ -186,3 +186,5 @@ for _op in ("Bincount", "HistogramFixedWidth", "ListDiff", "UnravelIndex", "Lowe
 @RegisterGradient("EnsureShape")
 def _ensure_shape_grad(op, grad):
     return [grad]
+
+MATH_API = ["bincount"]  # tf.math's share of this family

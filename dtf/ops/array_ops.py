@@ -727,3 +727,5 @@ from .slicing_ops import (  # noqa: E402,F401  (part of this module's surface)
     strided_slice_grad, unsorted_segment_sum,
 )
 from . import array_grad  # noqa: E402,F401  (registers the gradients)
+
+MATH_API = ["invert_permutation", "unsorted_segment_sum"]  # tf.math's share of this family

@@ -50,3 +50,5 @@ def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32, 
         counts = class_sums(values, [labels, predictions], num_classes,
                             num_classes * num_classes)
         return array_ops.reshape(counts, array_ops.stack([num_classes, num_classes]))
+
+MATH_API = __all__  # tf.math.confusion_matrix too

@@ -6,7 +6,7 @@ import numpy as np
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
-from dtf.runtime.resources import as_array
+from dtf.state.resources import as_array
 
 
 @register_op("Const")
@@ -106,3 +106,5 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
 
 def is_constant(t):
     return isinstance(t, _ops.Tensor) and t.op.type == "Const"
+
+__all__ = ["constant"]  # what ``import dtf`` exports from this family

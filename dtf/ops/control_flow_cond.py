@@ -300,3 +300,5 @@ def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
             *fns, default = fns
         preds = [equal(index, i) for i in range(len(fns))]
         return _chain(preds, fns, default, False, scope)
+
+__all__ = ["case", "cond", "switch_case"]  # what ``import dtf`` exports from this family

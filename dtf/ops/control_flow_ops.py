@@ -82,3 +82,5 @@ def with_dependencies(dependencies, output_tensor, name=None):
             if isinstance(output_tensor, _ops.Operation):
                 return group(output_tensor, name=scope)
             return identity(output_tensor, name=scope)
+
+__all__ = ["group", "no_op", "tuple", "with_dependencies"]  # what ``import dtf`` exports from this family

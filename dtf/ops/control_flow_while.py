@@ -253,3 +253,5 @@ def _while_grad(op, *grads):
     for k, i in enumerate(float_caps):
         result[n + i] = grad_op.outputs[nf + k]
     return result
+
+__all__ = ["while_loop"]  # what ``import dtf`` exports from this family

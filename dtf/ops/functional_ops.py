@@ -157,3 +157,5 @@ def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, s
     """foldl from the last slice to the first."""
     return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name,
                  "foldr", from_right=True)
+
+__all__ = ["foldl", "foldr", "map_fn", "scan"]  # what ``import dtf`` exports from this family

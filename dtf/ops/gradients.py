@@ -237,3 +237,5 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False,
                 rows.append(array_ops.zeros_like(x) if row is None else row)
             result.append(array_ops.reshape(array_ops.stack(rows), dims + dims))
     return result
+
+__all__ = ["gradients", "hessians"]  # what ``import dtf`` exports from this family

@@ -322,8 +322,18 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
     return _scan("Cumprod", x, axis, exclusive, reverse, name)
 
 
+# Public names: ``__all__`` is what ``import dtf`` exports from this family (tf.*), and
+# MATH_API what tf.math does (dtf/math.py reads both; a new function is listed here only).
 __all__ = sorted(
-    [fn for fn, *_ in UNARY_OPS + BINARY_OPS + COMPARISON_OPS + LOGICAL_OPS]
-    + ["floor_div", "mod", "truediv", "divide", "div", "scalar_mul", "cast",
+    {fn for fn, *_ in UNARY_OPS + BINARY_OPS + COMPARISON_OPS + LOGICAL_OPS} - {"xdivy"}
+    | {"floor_div", "mod", "truediv", "divide", "div", "scalar_mul", "cast",
        "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "add_n", "accumulate_n",
-       "where", "where_v2", "cumsum", "cumprod"])
+       "where", "where_v2", "cumsum", "cumprod"})
+divide_no_nan = div_no_nan  # noqa: F821 - defined from BINARY_OPS above; tf.math's name for it
+# TF 1.15 exports xdivy only as tf.math.xdivy, and keeps the casts, where, the truncating
+# and "real" divisions and accumulate_n out of tf.math.
+MATH_API = sorted(
+    set(__all__) - {"accumulate_n", "cast", "div", "div_no_nan", "floor_div", "realdiv",
+                    "saturate_cast", "to_double", "to_float", "to_int32", "to_int64", "truncatediv",
+                    "truncatemod", "where", "where_v2"}
+    | {"xdivy", "divide_no_nan"})

@@ -170,3 +170,22 @@ def _avg_pool_grad(op, grad):
 def _avg_pool_grad_grad(op, grad):
     attrs = _same_attrs(op, *_POOL_ATTRS)
     return [None, _ops.make_tensor("AvgPool", [grad], attrs, name="AvgPool")]
+
+
+# -- second order of the smooth activations (TF's rules) ------------------------------------------
+@RegisterGradient("EluGrad")
+def _elu_grad_grad(op, grad):
+    """EluGrad(dy, y) = dy * (y + 1) where y < 0, else dy: linear in dy, and in y on y < 0."""
+    elu_x = op.inputs[1]
+    return [_ops.make_tensor("EluGrad", [grad, elu_x], _activation_attrs(op), name="EluGrad"),
+            math_ops.where(elu_x < 0, grad * op.inputs[0], array_ops.zeros_like(elu_x))]
+
+
+@RegisterGradient("SoftplusGrad")
+def _softplus_grad_grad(op, grad):
+    """SoftplusGrad(dy, x) = dy / (1 + exp(-x)): (ddy, d2x) for the incoming ddx."""
+    dy, x = op.inputs
+    with _ops.control_dependencies([grad]):
+        ddy = _ops.make_tensor("SoftplusGrad", [grad, x], _activation_attrs(op), name="SoftplusGrad")
+        d2x = grad * dy / (math_ops.exp(-x) + 2.0 + math_ops.exp(x))
+    return [ddy, d2x]

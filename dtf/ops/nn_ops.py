@@ -12,10 +12,10 @@ import numbers
 import numpy as np
 
 from dtf.framework import dtypes, errors
+from dtf.framework.common_shapes import window_geometry
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import register_op
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
-from dtf.kernels.reference.nn import window_geometry
 from . import array_ops, math_ops, reduction_ops
 from .common import const_value, convert, fmt_shape, same_as_input, shape_from_tensor
 from .math_ops import sigmoid, tanh
@@ -610,3 +610,7 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
 
 
 from . import nn_grad  # noqa: E402,F401  (registers the gradients)
+
+# tf.math's share of tf.nn (TF 1.15); log_sigmoid is tf.log_sigmoid and tf.math.log_sigmoid only.
+MATH_API = ["in_top_k", "l2_normalize", "log_sigmoid", "log_softmax", "softmax", "softplus",
+            "softsign", "top_k"]

@@ -192,3 +192,10 @@ def reduced_shape_tensor(input_shape, axes, name=None):
 
 
 from . import reduction_grad  # noqa: E402,F401  (registers the gradients)
+
+# Public names: ``__all__`` is what ``import dtf`` exports from this family (tf.*), and
+# MATH_API what tf.math does (dtf/math.py reads both; a new function is listed here only).
+__all__ = [fn for fn, *_ in REDUCTIONS] + [
+    "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "arg_max", "arg_min"]
+MATH_API = [fn for fn in __all__ if fn not in ("arg_max", "arg_min")] + [
+    "reduce_variance", "reduce_std", "reduce_euclidean_norm"]

@@ -244,3 +244,5 @@ def _dynamic_partition_grad(op, *grads):
 def _dynamic_stitch_grad(op, grad):
     n = op.get_attr("N")
     return [None] * n + [A.gather(grad, i) for i in op.inputs[:n]]
+
+MATH_API = [fn for fn in __all__ if fn not in ("dynamic_partition", "dynamic_stitch")]  # tf.math's

@@ -133,3 +133,5 @@ def _xlogy_grad(op, grad):
 def _mul_no_nan_grad(op, grad):
     x, y = op.inputs
     return _binary_grads(op, multiply_no_nan(grad, y), multiply_no_nan(x, grad))
+
+MATH_API = __all__ + ["multiply_no_nan", "xlogy"]  # tf.math's; those two only there in TF 1.15

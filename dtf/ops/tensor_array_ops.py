@@ -247,3 +247,5 @@ class TensorArray:
         from .control_flow_ops import no_op
 
         return no_op(name=name or "TensorArrayClose")
+
+__all__ = ["TensorArray"]  # what ``import dtf`` exports from this family

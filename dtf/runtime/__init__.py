@@ -1,1 +1,2 @@
-"""Execution: executor (one subgraph), resources (variables), and later master/worker."""
+"""Execution: the executor (one subgraph) and its fusion planning, the master, the worker,
+the rendezvous and the task's service. Variables live in dtf.state."""

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
-
 import numpy as np
 
 from dtf.framework import errors
 from dtf.framework.op_registry import get_op_def
-from dtf.kernels import fusion
+from dtf.runtime import fusion
 from dtf.kernels import registry as kernel_registry
 from dtf.kernels.registry import WouldBlock
 from dtf.kernels.reference.random import seeded_generator
-from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
-from dtf.runtime.resources import ResourceManager, VariableResource
+from dtf.framework.graph_walk import needed_nodes, split_tensor_name
+from dtf.state.resources import ResourceManager
+from dtf.runtime.steps import NodeStat, Step, _invoke, _op_failure  # noqa: F401 (fusion, parallel)
 
 
 _thread_errors = threading.local()
@@ -98,15 +97,6 @@ def _deref(ctx, handle):
     return handle.read()
 
 
-@dataclass
-class NodeStat:
-    node_name: str
-    op: str
-    all_start_micros: int
-    op_end_rel_micros: int
-    output_shapes: list
-
-
 class Plan:
     """A compiled step: kernels in topological order over a flat list of value slots."""
 
@@ -126,7 +116,7 @@ class Plan:
         # The inter-op parallelism policy (dtf.runtime.parallel) while it may still pay off.
         self.inter_op = None
         # Partitions that receive tensors or may block run as dataflow (see _DataflowRun).
-        self.recv_keys = [getattr(st[0], "recv_key", None) for st in steps]
+        self.recv_keys = [getattr(st.compute, "recv_key", None) for st in steps]
         self.dataflow = _dataflow_graph(steps, feed_slots) if blocking or any(
             k is not None for k in self.recv_keys) else None
 
@@ -166,24 +156,12 @@ class Plan:
         return vals
 
     def _run_sequential(self, ctx, vals):
-        # _invoke inlined: this loop is the hot path of every local step. Most kernels take
-        # one or two inputs: passing those by hand saves the list comprehension's frame
-        # (0.3 us a kernel).
-        for compute, ins, out, nout, node in self.steps:
+        # The hot path of every local step: no timing, no per-step bookkeeping.
+        for step in self.steps:
             try:
-                n_in = len(ins)
-                if n_in == 2:
-                    result = compute(ctx, vals[ins[0]], vals[ins[1]])
-                elif n_in == 1:
-                    result = compute(ctx, vals[ins[0]])
-                else:
-                    result = compute(ctx, *[vals[i] for i in ins])
-                if nout == 1:
-                    vals[out] = result
-                elif nout:
-                    vals[out:out + nout] = result
+                step.call(ctx, vals)
             except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
-                raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
+                raise step.failure(e, ctx, vals) from e
 
     def _outputs(self, ctx, vals):
         if ctx.rendezvous is not None:
@@ -240,7 +218,7 @@ class _DataflowRun:
             self.ctx.may_park = None
 
     def _advance(self, on_ready):
-        # The loop body is inlined (no per-step method calls): it runs for every op of
+        # The loop body is inlined (one call per step: Step.call): it runs for every op of
         # every partition that receives tensors, a training step's hottest Python.
         plan = self.plan
         consumers, recv_keys, steps = plan.dataflow[0], plan.recv_keys, plan.steps
@@ -254,33 +232,25 @@ class _DataflowRun:
                     i = ready.pop()
                     key = recv_keys[i]
                     if key is None:
-                        if stats is None:
-                            compute, ins, out, nout, node = steps[i]
-                            try:  # as in Plan._run_sequential
-                                n_in = len(ins)
-                                if n_in == 2:
-                                    result = compute(ctx, vals[ins[0]], vals[ins[1]])
-                                elif n_in == 1:
-                                    result = compute(ctx, vals[ins[0]])
-                                else:
-                                    result = compute(ctx, *[vals[j] for j in ins])
-                                if nout == 1:
-                                    vals[out] = result
-                                elif nout:
-                                    vals[out:out + nout] = result
-                            except WouldBlock as wb:
-                                self._would_block(i, wb)
-                                continue
-                            except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
-                                raise _op_failure(e, node, [vals[j] for j in ins], ctx) from e
-                        else:
-                            _invoke(steps[i], ctx, vals, stats)
+                        step = steps[i]
+                        try:
+                            if stats is None:
+                                step.call(ctx, vals)
+                            else:
+                                _invoke(step, ctx, vals, stats)
+                        except WouldBlock as wb:
+                            self._would_block(i, wb)
+                            continue
+                        except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
+                            if stats is not None:
+                                raise  # _invoke raised it as one
+                            raise step.failure(e, ctx, vals) from e
                     else:
                         value = rendezvous.try_recv(key)
                         if value is _MISSING:
                             parked[key] = i
                             continue
-                        vals[steps[i][2]] = value
+                        vals[steps[i].out] = value
                         if stats is not None:
                             _record_recv(stats, steps[i], value)
                     done = (i,)
@@ -298,7 +268,7 @@ class _DataflowRun:
                             return False
                     for i, value in arrived:
                         del parked[recv_keys[i]]
-                        vals[steps[i][2]] = value
+                        vals[steps[i].out] = value
                         if stats is not None:
                             _record_recv(stats, steps[i], value)
                     done = [i for i, _ in arrived]
@@ -363,28 +333,6 @@ class _DataflowRun:
         return out
 
 
-def _invoke(step, ctx, vals, stats=None):
-    """Runs one step into ``vals`` (timed into ``stats`` when given). The untraced
-    sequential loop in Plan._run inlines this: it is the hot path of every local step."""
-    compute, ins, out, nout, node = step
-    start = time.time() if stats is not None else 0.0
-    t0 = time.perf_counter() if stats is not None else 0.0
-    try:
-        if nout == 1:
-            vals[out] = compute(ctx, *[vals[i] for i in ins])
-        elif nout == 0:
-            compute(ctx, *[vals[i] for i in ins])
-        else:
-            vals[out:out + nout] = compute(ctx, *[vals[i] for i in ins])
-    except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
-        raise _op_failure(e, node, [vals[i] for i in ins], ctx) from e
-    if stats is not None:
-        shapes = [list(np.shape(vals[out + k])) for k in range(nout)
-                  if not isinstance(vals[out + k], VariableResource)]
-        stats.append(NodeStat(node.name, node.op, int(start * 1e6),
-                              int((time.perf_counter() - t0) * 1e6), shapes))
-
-
 def _fusable_op_types(device_type):
     """Op types fusion may merge into a group (their variable reads stay deref steps)."""
     if device_type != "CPU" or not fusion.ENABLED:
@@ -418,7 +366,7 @@ def _reading_variables(compute, positions):
 def _record_recv(stats, step, value):
     """A traced step lists its receives too (as TF's step stats do): their output shapes
     say how much each step moved between tasks."""
-    node = step[4]
+    node = step.node
     stats.append(NodeStat(node.name, node.op, int(time.time() * 1e6), 0,
                           [list(np.shape(value))]))
 
@@ -438,22 +386,23 @@ def _dataflow_graph(steps, feed_slots):
     waits for but them: a variable is read at its consumer's turn, as in the sequential
     order (after an assignment the consumer has a data or control edge from)."""
     producer = {}
-    for i, (_, _, out, nout, _) in enumerate(steps):
-        for k in range(nout):
-            producer[out + k] = i
+    for i, st in enumerate(steps):
+        for k in range(st.nout):
+            producer[st.out + k] = i
     step_of_node = {}
     for i, st in enumerate(steps):
-        step_of_node[st[4].name] = i  # the kernel step (after any deref step) wins
+        step_of_node[st.node.name] = i  # the kernel step (after any deref step) wins
     deps = []
-    for i, (_, ins, _, _, node) in enumerate(steps):
-        d = {producer[s] for s in ins if s in producer}
-        if step_of_node.get(node.name) == i:
-            d |= {step_of_node[c] for c in node.control_inputs if c in step_of_node}
+    for i, st in enumerate(steps):
+        d = {producer[s] for s in st.ins if s in producer}
+        if step_of_node.get(st.node.name) == i:
+            d |= {step_of_node[c] for c in st.node.control_inputs if c in step_of_node}
         deps.append(d)
-    for i, (_, _, _, _, node) in enumerate(steps):
+    for i, st in enumerate(steps):
+        node = st.node
         kernel = step_of_node[node.name]
         if kernel != i:  # a deref step of ``kernel``
-            derefs = {j for j in deps[kernel] if steps[j][4].name == node.name}
+            derefs = {j for j in deps[kernel] if steps[j].node.name == node.name}
             deps[i] |= deps[kernel] - derefs
     consumers = [[] for _ in steps]
     pending = [0] * len(steps)
@@ -463,36 +412,6 @@ def _dataflow_graph(steps, feed_slots):
             consumers[j].append(i)
         pending[i] = len(d)
     return consumers, pending
-
-
-def _describe(v):
-    if isinstance(v, VariableResource):
-        return f"variable {v.name}"
-    if isinstance(v, np.ndarray):
-        return f"{v.dtype}{list(v.shape)}"
-    return type(v).__name__
-
-
-def _op_failure(e, node, inputs, ctx) -> errors.OpError:
-    where = f" on {ctx.task}" if ctx.task else ""
-    if isinstance(e, errors.OpError):
-        if e.op is None and e.node_def is None and f'"{node.name}"' not in e.message:
-            msg = f"{e.message}\n\t [[node {node.name} ({node.op}){where}]]"
-            new = type(e)(node.name, None, msg)
-            return new
-        return e
-    if isinstance(e, OSError):  # file I/O in a kernel: TF's class for the errno, path, OS message
-        from dtf.framework import os_errors
-
-        os_error = os_errors.from_os_error(e)
-        return type(os_error)(node.name, None, f'{node.op} "{node.name}"{where}: {os_error.message}')
-    shapes = ", ".join(_describe(v) for v in inputs)
-    cls = errors.InvalidArgumentError
-    if isinstance(e, MemoryError):
-        cls = errors.ResourceExhaustedError
-    elif isinstance(e, (NotImplementedError,)):
-        cls = errors.UnimplementedError
-    return cls(node.name, None, f'{node.op} "{node.name}"{where}: {e} (inputs: {shapes})')
 
 
 class Executor:
@@ -603,7 +522,7 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
                 # step (a sparse update may then write a table in place); a deref step
                 # for ops that fusion may merge (it works on slots).
                 if node.op in fusable_ops:
-                    steps.append((_deref, (slot,), n_slots, 1, node))
+                    steps.append(Step(_deref, (slot,), n_slots, 1, node))
                     slot = n_slots
                     n_slots += 1
                 else:
@@ -620,11 +539,13 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
             compute = _reading_variables(compute, tuple(reads))
         blocking = blocking or kdef.blocking
         out = slot_of.get(f"{node.name}:0", n_slots) if node.output_dtypes else 0
-        steps.append((compute, tuple(ins), out, len(node.output_dtypes), node))
+        steps.append(Step(compute, tuple(ins), out, len(node.output_dtypes), node))
 
     fetch_slots, fetch_is_ref = [], []
     for f in fetches:
         fetch_slots.append(slot_of[f])
         fetch_is_ref.append(f not in fed and split_tensor_name(f)[0] in ref_producers)
-    steps = fusion.fuse(steps, feed_slots, fetch_slots, device_type)
+    # Fusion gives its groups back as (compute, ins, out, nout, node) tuples.
+    steps = [st if isinstance(st, Step) else Step(*st)
+             for st in fusion.fuse(steps, feed_slots, fetch_slots, device_type)]
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking)

@@ -19,8 +19,8 @@ import numpy as np
 from dtf.framework import errors
 from dtf.framework.graph_def import NodeDef
 from dtf.framework.func_graph import BY_ALIAS, BY_REF
-from dtf.runtime.graph_walk import needed_nodes
-from dtf.runtime.resources import VariableResource
+from dtf.framework.graph_walk import needed_nodes
+from dtf.state.resources import VariableResource
 
 FN_INPUTS = "fn_inputs"
 

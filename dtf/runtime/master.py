@@ -19,12 +19,12 @@ import numpy as np
 
 from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
+from dtf.framework.graph_walk import needed_nodes, split_tensor_name
 from dtf.partition import partition
 from dtf.placement import ClusterView, place, task_of
 from dtf.runtime import env
 from dtf.runtime.async_step import AsyncStep
 from dtf.runtime.blocking_step import BlockingStep
-from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
 
 log = logging.getLogger("dtf")
 

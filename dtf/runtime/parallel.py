@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from dtf.kernels.fusion import FusedStep, TailStep
+from dtf.runtime.fusion import FusedStep, TailStep
 from dtf.runtime.executor import _invoke
 
 PROFILE_RUNS = 3
@@ -133,7 +133,7 @@ class InterOp:
 
     def _choose_heavy(self):
         steps = self.plan.steps
-        heavy = [t >= HEAVY_SECONDS and _may_run_on_pool(steps[i][0])
+        heavy = [t >= HEAVY_SECONDS and _may_run_on_pool(steps[i].compute)
                  for i, t in enumerate(self.step_min)]
         if _independent_pair(heavy, self.consumers, self.initial_pending):
             self.heavy = heavy

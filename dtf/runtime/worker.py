@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-import dtf.ops.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
+import dtf.framework.sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
 from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import NodeDef
@@ -20,7 +20,7 @@ from dtf.kernels.cpu import jit_loading
 from dtf.runtime import devices
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.runtime.rendezvous import RendezvousManager
-from dtf.runtime.resources import ResourceManager
+from dtf.state.resources import ResourceManager
 
 
 # A partition runs on the server's I/O thread only while each uninterrupted piece of it

@@ -11,7 +11,7 @@ def write_graph(graph_or_graph_def, logdir, name, as_text=True):
     ``as_text``: protobuf text format (``.pbtxt``), else binary (``.pb``)."""
     from dtf.framework.ops import Graph
     from dtf.framework.prototext import to_text
-    from dtf.runtime.checkpoint_io import atomic_write
+    from dtf.state.checkpoint_io import atomic_write
 
     graph_def = graph_or_graph_def.as_graph_def() if isinstance(graph_or_graph_def, Graph) \
         else graph_or_graph_def

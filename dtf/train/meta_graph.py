@@ -108,7 +108,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
         if cdef is not None:
             meta.collection_def[key] = cdef
     if filename:
-        from dtf.runtime.checkpoint_io import atomic_write
+        from dtf.state.checkpoint_io import atomic_write
 
         directory = os.path.dirname(filename)
         if directory:

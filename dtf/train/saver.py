@@ -2,7 +2,7 @@
 
 Saving and restoring run as graph ops (SaveV2 / RestoreV2, plus MergeV2Checkpoints when
 sharded), so in a cluster each task writes and reads its own variables. The file format
-is TF's V2 tensor bundle (dtf/runtime/checkpoint_io.py, docs/checkpoint_format.md).
+is TF's V2 tensor bundle (dtf/state/checkpoint_io.py, docs/checkpoint_format.md).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.framework.os_errors import as_tf_errors
 from dtf.ops import state_ops
-from dtf.runtime import checkpoint_io
+from dtf.state import checkpoint_io
 from . import training_util
 
 log = logging.getLogger("dtf")

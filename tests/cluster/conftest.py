@@ -23,7 +23,7 @@ class TaskProcess:
     def start(self, timeout=30.0):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dtf.runtime.standalone", f"--cluster_spec={self.spec}",
+            [sys.executable, "-m", "dtf", "server", f"--cluster_spec={self.spec}",
              f"--job_name={self.job}", f"--task_index={self.index}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, env=env, text=True,
             preexec_fn=self.preexec_fn)

@@ -35,12 +35,12 @@ FAST_ENV = {"DTF_HUNG_PEER_TIMEOUT_S": "5", "DTF_CONNECT_TIMEOUT_S": "20"}
 
 
 class RigTask:
-    """A task process (dtf.runtime.standalone) on a rig host, stopped by PID."""
+    """A task process (``dtf server``) on a rig host, stopped by PID."""
 
     def __init__(self, host, spec, job, index, env=None):
         self.host, self.job, self.index = host, job, index
         self.proc = host.popen(
-            [sys.executable, "-m", "dtf.runtime.standalone", f"--cluster_spec={spec}",
+            [sys.executable, "-m", "dtf", "server", f"--cluster_spec={spec}",
              f"--job_name={job}", f"--task_index={index}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, text=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))

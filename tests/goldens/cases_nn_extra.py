@@ -25,6 +25,20 @@ def activations(tf):
 
 
 @case(rtol=1e-5, atol=1e-5)
+def second_order_elu_softplus(tf):
+    # EluGrad and SoftplusGrad have gradients of their own: through the incoming gradient
+    # and through the op's output (elu) or input (softplus).
+    x = tf.constant(np.random.RandomState(3).randn(3, 8).astype(np.float32) * 2)
+    out = {}
+    for key, fn in (("elu", tf.nn.elu), ("softplus", tf.nn.softplus)):
+        d, = tf.gradients(tf.reduce_sum(fn(x) ** 2), [x])
+        out[f"dd_{key}"], = tf.gradients(tf.reduce_sum(d * d), [x])
+        dw, = _weighted_grads(tf, fn(x), [x], seed=4)
+        out[f"dd_{key}_weighted"], = _weighted_grads(tf, dw, [x], seed=5)
+    return out
+
+
+@case(rtol=1e-5, atol=1e-5)
 def local_response_normalization(tf):
     x = tf.constant(np.random.RandomState(1).randn(2, 3, 3, 9).astype(np.float32))
     out = {"lrn": tf.nn.lrn(x), "lrn_args": tf.nn.local_response_normalization(

@@ -1,6 +1,7 @@
 """Every op of the core list has a GPU kernel (float32 unless the op takes another dtype),
 and every other op with a CPU kernel either has one or is listed as host-only on purpose,
-so a new op without a GPU kernel fails here rather than in a GPU-pinned graph."""
+so a new op without a GPU kernel fails here rather than in a GPU-pinned graph. An op with
+no CUDA kernel yet gets its GPU kernel from ``host=True`` on its CPU kernel or reference."""
 import pytest
 
 from dtf.framework import op_registry
@@ -63,11 +64,20 @@ def test_core_op_has_a_gpu_kernel(op):
 
 
 def test_every_op_with_a_cpu_kernel_has_a_gpu_kernel_or_is_host_only():
-    registry.lookup("NoOp", "GPU")  # loads the CUDA kernels
-    kernels = registry.registered_kernels()
+    op_registry.load_all_ops()
+    kernels = registry.registered_kernels("CPU", "GPU")
     cpu = {op for op, dev in kernels if dev == "CPU"} | set(REFERENCE)
     gpu = {op for op, dev in kernels if dev == "GPU"}
     graph_ops = set(op_registry.registered_ops()) | set(REFERENCE)
     missing = sorted((cpu & graph_ops) - gpu - HOST_ONLY)
     assert not missing, f"ops with a CPU kernel but no GPU kernel: {missing}"
     assert not HOST_ONLY & gpu, f"listed as host-only but have a GPU kernel: {sorted(HOST_ONLY & gpu)}"
+
+
+def test_host_run_ops_run_their_cpu_kernel_on_a_gpu_device():
+    # host=True on a reference (Cumsum) or a CPU kernel (VariableV2) makes a GPU fallback
+    # that says so, and a CUDA kernel registered for the op would take precedence over it.
+    for op, dtype in (("Cumsum", "float32"), ("VariableV2", "float32"), ("Svd", "float64")):
+        kdef = registry.lookup(op, "GPU", dtype)
+        assert kdef.label == registry.HOST_LABEL and kdef.fallback, (op, kdef)
+    assert registry.lookup("MatMul", "GPU", "float32").label != registry.HOST_LABEL

@@ -7,7 +7,7 @@ from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
 from dtf.kernels.cpu.state import UPDATES, _apply_factory
-from dtf.runtime.resources import VariableResource
+from dtf.state.resources import VariableResource
 
 RNG = np.random.default_rng(7)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dtf as tf
-from dtf.runtime import checkpoint_io
+from dtf.state import checkpoint_io
 
 
 def _tamper(prefix, data_file):

@@ -10,7 +10,7 @@ from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
 from dtf.kernels.reference import REFERENCE
-from dtf.runtime.resources import VariableResource
+from dtf.state.resources import VariableResource
 
 F16, F32, F64, I32, I64 = dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64
 RNG = np.random.default_rng(3)

@@ -1,4 +1,4 @@
-"""Fusion of elementwise chains (dtf.kernels.fusion): which groups fuse, that fused
+"""Fusion of elementwise chains (dtf.runtime.fusion): which groups fuse, that fused
 results equal the unfused graph's, and that compiled kernels are reused across processes.
 
 Arrays stay small: the size threshold is lowered per test. Kernels go to the default
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import dtf as tf
-import dtf.ops.sendrecv_ops  # noqa: F401  (registers _Send for the cross-device plan)
+import dtf.framework.sendrecv_ops  # noqa: F401  (registers _Send for the cross-device plan)
 from dtf.framework import errors
 from dtf.framework.graph_def import NodeDef, node_def_of
-from dtf.kernels import fusion
+from dtf.runtime import fusion
 from dtf.kernels.cpu import fused
 from dtf.runtime.executor import build_plan
 
@@ -250,7 +250,7 @@ _CHILD = textwrap.dedent("""
     import json, time
     import numpy as np
     import dtf as tf
-    from dtf.kernels import fusion
+    from dtf.runtime import fusion
     from dtf.kernels.cpu import fused
     fusion.MIN_ELEMENTS = 64
     x = tf.placeholder(tf.float32, [None])

@@ -1,4 +1,4 @@
-"""Elementwise tails fused onto a matmul (dtf.kernels.fusion.TailStep): which groups form,
+"""Elementwise tails fused onto a matmul (dtf.runtime.fusion.TailStep): which groups form,
 that results equal the unfused graph's, that the matmul's output is overwritten only when
 nothing else holds it, and that fetching the matmul keeps it out of the group."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import dtf as tf
 from dtf.framework import errors
 from dtf.framework.graph_def import NodeDef
-from dtf.kernels import fusion
+from dtf.runtime import fusion
 from dtf.runtime.executor import StepContext, ExecState
 from tests.unit.test_fusion import _run_both
 

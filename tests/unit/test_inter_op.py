@@ -220,7 +220,7 @@ def test_concurrent_runs_of_one_parallel_plan(every_step_heavy):
 
 
 def test_parallel_fused_kernels_stay_on_the_calling_thread():
-    from dtf.kernels.fusion import FusedStep, TailStep
+    from dtf.runtime.fusion import FusedStep, TailStep
 
     assert not parallel._may_run_on_pool(FusedStep.__new__(FusedStep))
     assert parallel._may_run_on_pool(TailStep.__new__(TailStep))

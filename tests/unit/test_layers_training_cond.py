@@ -23,7 +23,7 @@ def kernel_calls(monkeypatch):
     counts = {}
 
     def count(*op_types):
-        registry._ensure_loaded()
+        registry.load_all()
         for op_type in op_types:
             counts[op_type] = 0
             entries = registry._KERNELS[(op_type, "CPU")]

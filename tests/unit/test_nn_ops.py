@@ -4,7 +4,7 @@ import pytest
 import dtf as tf
 from dtf.kernels import registry
 from dtf.kernels.reference import REFERENCE
-from dtf.kernels.reference.nn import window_geometry
+from dtf.framework.common_shapes import window_geometry
 from tests.opcheck import check_against_reference, check_gradient, run
 
 RNG = np.random.default_rng(42)

@@ -11,7 +11,7 @@ from dtf.framework.graph_def import NodeDef, node_def_of
 from dtf.partition import localize, partition
 from dtf.placement import ClusterView, full_name, place, task_of
 from dtf.runtime import service as service_mod
-from dtf.runtime.graph_walk import needed_nodes, split_tensor_name
+from dtf.framework.graph_walk import needed_nodes, split_tensor_name
 
 CLUSTER = ClusterView({"ps": {0, 1}, "worker": {0}}, "worker", 0)
 PS0, PS1, W0 = full_name("ps", 0), full_name("ps", 1), full_name("worker", 0)

@@ -5,7 +5,7 @@ import dtf as tf
 from dtf.framework import errors
 from dtf.framework.graph_def import NodeDef, node_def_of
 from dtf.placement import ClusterView, full_name, place, task_of
-from dtf.runtime.graph_walk import needed_nodes
+from dtf.framework.graph_walk import needed_nodes
 
 CLUSTER = ClusterView({"ps": {0, 1}, "worker": {0, 1, 2}}, "worker", 1)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dtf as tf
-from dtf.runtime import checkpoint_io
+from dtf.state import checkpoint_io
 from tests.tf_subprocess import run_tf
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf")
@@ -253,7 +253,7 @@ def test_a_tf_sharded_checkpoint_reads_across_its_data_files():
 
 
 def test_a_mangled_index_is_data_loss_never_another_error():
-    from dtf.runtime import sstable, tensor_bundle
+    from dtf.state import sstable, tensor_bundle
     from tests.mangle import mangled
 
     prefix = os.path.join(TF_CKPT, "model-2")
@@ -267,7 +267,7 @@ def test_a_mangled_index_is_data_loss_never_another_error():
 
 
 def test_a_dtype_dtf_lacks_is_named(tmp_path):
-    from dtf.runtime import sstable, tensor_bundle
+    from dtf.state import sstable, tensor_bundle
 
     entry = tensor_bundle.BundleEntryProto(dtype=14, size=2)  # DT_BFLOAT16
     entry.shape.dim.add(size=1)

@@ -8,4 +8,4 @@ from dtf.kernels.registry import register_kernel
 from .random import _stateful
 
 for _op, _sample in CANDIDATE_SAMPLERS.items():
-    register_kernel(_op, "CPU", label="numpy Generator")(_stateful(_sample))
+    register_kernel(_op, "CPU", label="numpy Generator", host=True)(_stateful(_sample))

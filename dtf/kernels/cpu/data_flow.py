@@ -17,7 +17,7 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.kernels.registry import ParkedWake, WouldBlock, register_kernel
-from dtf.runtime.resources import as_array
+from dtf.state.resources import as_array
 
 POLL_S = 0.1  # how often a blocked kernel checks for an aborted step
 

@@ -1,6 +1,6 @@
 """Code generation and the on-disk cache of fused elementwise kernels.
 
-A fused group (see dtf.kernels.fusion) is described by a *program*: the dtype, the
+A fused group (see dtf.runtime.fusion) is described by a *program*: the dtype, the
 layout of each input, and one ``(op type, argument indices)`` row per op. An input is
 ``"a"`` (an array of the output's shape), ``"s"`` (a scalar), ``"r"`` (a row: the
 output's trailing dimensions, repeated over its leading ones, as a bias is) or ``"o"``

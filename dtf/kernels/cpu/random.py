@@ -16,4 +16,4 @@ def _stateful(sample):
 
 
 for _op, _sample in SAMPLERS.items():
-    register_kernel(_op, "CPU", label="numpy Generator")(_stateful(_sample))
+    register_kernel(_op, "CPU", label="numpy Generator", host=True)(_stateful(_sample))

@@ -2,7 +2,7 @@
 dtf/kernels/reference/sparse.py run on the variable's array under its lock.
 
 A sparse update touches a few rows of what may be a large table, so copying the table on
-every update (the replace-never-mutate rule of dtf/runtime/resources.py) would cost what
+every update (the replace-never-mutate rule of dtf/state/resources.py) would cost what
 the sparse gradient saved (a 51 MB table: 16 ms a step instead of well under 1). The array
 is therefore updated in place when nothing but the variable and this step's own value
 slots hold it; when anything else does (a fetched value, another step, a running kernel's
@@ -78,8 +78,8 @@ def _sparse_apply_factory(op_type):
 
 
 for _op in SCATTER_OPS:
-    register_kernel(_op, "CPU")(_scatter_factory(_op))
+    register_kernel(_op, "CPU", host=True)(_scatter_factory(_op))
 for _op in SCATTER_ND_OPS:
-    register_kernel(_op, "CPU")(_scatter_factory(_op, scatter_nd_into))
+    register_kernel(_op, "CPU", host=True)(_scatter_factory(_op, scatter_nd_into))
 for _op in SPARSE_APPLY_OPS:
-    register_kernel(_op, "CPU")(_sparse_apply_factory(_op))
+    register_kernel(_op, "CPU", host=True)(_sparse_apply_factory(_op))

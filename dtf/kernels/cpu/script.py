@@ -74,5 +74,5 @@ def _factory(node):
     return compute
 
 
-register_kernel("PyFunc", "CPU")(_factory)
-register_kernel("PyFuncStateless", "CPU")(_factory)
+register_kernel("PyFunc", "CPU", host=True)(_factory)
+register_kernel("PyFuncStateless", "CPU", host=True)(_factory)

@@ -11,8 +11,8 @@ import numpy as np
 from dtf.framework import dtypes, errors, os_errors
 from dtf.framework.op_registry import get_op_def
 from dtf.kernels.registry import register_kernel
-from dtf.runtime import checkpoint_io
-from dtf.runtime.resources import as_array
+from dtf.state import checkpoint_io
+from dtf.state.resources import as_array
 
 from .jit_loading import run_stand_in, when_loaded
 
@@ -21,7 +21,7 @@ def _fmt(shape):
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-@register_kernel("VariableV2", "CPU")
+@register_kernel("VariableV2", "CPU", host=True)
 def variable_v2(node):
     a = node.attrs
     key = (a.get("container", ""), a.get("shared_name") or node.name)
@@ -36,7 +36,7 @@ def _declared_shape(ref):
     return None if ref.value is None else ref.value.shape
 
 
-@register_kernel("Assign", "CPU")
+@register_kernel("Assign", "CPU", host=True)
 def assign(node):
     validate = node.attrs.get("validate_shape", True)
 
@@ -72,16 +72,16 @@ def _update_kernel(fn):
     return factory
 
 
-register_kernel("AssignAdd", "CPU")(_update_kernel(np.add))
-register_kernel("AssignSub", "CPU")(_update_kernel(np.subtract))
+register_kernel("AssignAdd", "CPU", host=True)(_update_kernel(np.add))
+register_kernel("AssignSub", "CPU", host=True)(_update_kernel(np.subtract))
 
 
-@register_kernel("IsVariableInitialized", "CPU")
+@register_kernel("IsVariableInitialized", "CPU", host=True)
 def is_variable_initialized(node):
     return lambda ctx, ref: np.asarray(ref.initialized)
 
 
-@register_kernel("ValueOrInitial", "CPU")
+@register_kernel("ValueOrInitial", "CPU", host=True)
 def value_or_initial(node):
     def compute(ctx, ref, initial):
         v = ref.value
@@ -255,9 +255,9 @@ def _apply_factory(update):
 
 for _op, _fn in UPDATES.items():
     if _op == "ApplyAdam":  # float32/64: .adam_fast; other dtypes here
-        register_kernel(_op, "CPU", fallback=True)(_apply_factory(_fn))
+        register_kernel(_op, "CPU", fallback=True, host=True)(_apply_factory(_fn))
     elif _op != "ApplyGradientDescent":  # its own kernel, below
-        register_kernel(_op, "CPU")(_apply_factory(_fn))
+        register_kernel(_op, "CPU", host=True)(_apply_factory(_fn))
 
 
 def _check_update_shape(node, var, x):
@@ -290,7 +290,7 @@ def _numba_gradient_descent(node):
     return when_loaded(with_numba, lambda *args: run_stand_in(with_numpy, *args))
 
 
-@register_kernel("ApplyGradientDescent", "CPU")
+@register_kernel("ApplyGradientDescent", "CPU", host=True)
 def apply_gradient_descent(node):
     """The most common update, without the generic path's per-call lists and lock set
     (~10 us down to ~4 us on a 64x128 float32 variable). alpha and delta have var's dtype."""

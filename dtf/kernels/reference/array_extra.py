@@ -12,7 +12,7 @@ def _invalid(msg):
     return errors.InvalidArgumentError(None, None, msg)
 
 
-@reference("Bincount")
+@reference("Bincount", host=True)
 def _bincount(attrs, arr, size, weights):
     n = int(size)
     if n < 0:
@@ -30,14 +30,14 @@ def _bincount(attrs, arr, size, weights):
     return np.bincount(flat[keep], minlength=n)[:n].astype(dtype)
 
 
-@reference("ListDiff")
+@reference("ListDiff", host=True)
 def _list_diff(attrs, x, y):
     keep = ~np.isin(x, y)
     idx = np.nonzero(keep)[0].astype(attrs["out_idx"].as_numpy_dtype)
     return x[keep], idx
 
 
-@reference("UnravelIndex")
+@reference("UnravelIndex", host=True)
 def _unravel_index(attrs, indices, dims):
     dims = np.asarray(dims).reshape(-1)
     total = int(np.prod(dims))
@@ -58,11 +58,11 @@ def _bound(side):
     return run
 
 
-reference("LowerBound")(_bound("left"))
-reference("UpperBound")(_bound("right"))
+reference("LowerBound", host=True)(_bound("left"))
+reference("UpperBound", host=True)(_bound("right"))
 
 
-@reference("BroadcastArgs")
+@reference("BroadcastArgs", host=True)
 def _broadcast_args(attrs, s0, s1):
     try:
         shape = np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1))
@@ -71,7 +71,7 @@ def _broadcast_args(attrs, s0, s1):
     return np.asarray(shape, dtype=np.asarray(s0).dtype)
 
 
-@reference("EnsureShape")
+@reference("EnsureShape", host=True)
 def _ensure_shape(attrs, x):
     want = attrs["shape"]
     fits = want is None or (len(want) == x.ndim and all(w in (None, -1, d) for w, d in zip(want, x.shape)))
@@ -82,7 +82,7 @@ def _ensure_shape(attrs, x):
     return x
 
 
-@reference("HistogramFixedWidth")
+@reference("HistogramFixedWidth", host=True)
 def _histogram_fixed_width(attrs, values, value_range, nbins):
     n = int(nbins)
     lo, hi = (float(v) for v in np.asarray(value_range).reshape(-1)[:2])

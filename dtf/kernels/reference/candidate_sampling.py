@@ -120,4 +120,4 @@ def _accidental_hits(attrs, true_classes, sampled):
     return np.asarray(indices, np.int32), np.asarray(ids, np.int64), weights
 
 
-REFERENCE["ComputeAccidentalHits"] = _accidental_hits
+REFERENCE.define("ComputeAccidentalHits", _accidental_hits, host=True)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nn import lowest, window_geometry
+from dtf.framework.common_shapes import window_geometry
+
+from .nn import lowest
 from .table import reference
 
 
@@ -77,7 +79,7 @@ def _check_depth(x_shape, w_shape, op):
 
 
 # -- Conv3D -----------------------------------------------------------------------------------
-@reference("Conv3D")
+@reference("Conv3D", host=True)
 def conv3d(attrs, x, w):
     _check_depth(x.shape, w.shape, "Conv3D")
     g = Windows(x.shape, w.shape[:-2], attrs["strides"], attrs["padding"])
@@ -87,7 +89,7 @@ def conv3d(attrs, x, w):
     return out
 
 
-@reference("Conv3DBackpropInputV2")
+@reference("Conv3DBackpropInputV2", host=True)
 def conv3d_backprop_input(attrs, input_sizes, w, dy):
     shape = _sizes(input_sizes)
     _check_depth(shape, w.shape, "Conv3DBackpropInputV2")
@@ -98,7 +100,7 @@ def conv3d_backprop_input(attrs, input_sizes, w, dy):
     return g.crop(dxp)
 
 
-@reference("Conv3DBackpropFilterV2")
+@reference("Conv3DBackpropFilterV2", host=True)
 def conv3d_backprop_filter(attrs, x, filter_sizes, dy):
     shape = _sizes(filter_sizes)
     _check_depth(x.shape, shape, "Conv3DBackpropFilterV2")
@@ -115,13 +117,13 @@ def _pool_windows(attrs, x_shape):
     return Windows(x_shape, attrs["ksize"][1:-1], attrs["strides"], attrs["padding"])
 
 
-@reference("MaxPool3D")
+@reference("MaxPool3D", host=True)
 def max_pool3d(attrs, x):
     g = _pool_windows(attrs, x.shape)
     return np.max(np.stack([v for _, v in g.views(g.pad(x, lowest(x.dtype)))]), axis=0)
 
 
-@reference("MaxPool3DGrad")
+@reference("MaxPool3DGrad", host=True)
 def max_pool3d_grad(attrs, x, y, dy):
     """The gradient goes to the first maximum of each window in row-major order."""
     g = _pool_windows(attrs, x.shape)
@@ -141,8 +143,8 @@ def _max_pool_grad_grad(attrs, x, y, grad):
     return np.take_along_axis(picks, winner[None], axis=0)[0].astype(grad.dtype)
 
 
-reference("MaxPool3DGradGrad")(_max_pool_grad_grad)
-reference("MaxPoolGradGrad")(_max_pool_grad_grad)
+reference("MaxPool3DGradGrad", host=True)(_max_pool_grad_grad)
+reference("MaxPoolGradGrad", host=True)(_max_pool_grad_grad)
 
 
 def _avg_counts(g):
@@ -150,14 +152,14 @@ def _avg_counts(g):
     return sum(v for _, v in g.views(g.pad(np.ones((1, *g.x_shape[1:-1], 1)))))
 
 
-@reference("AvgPool3D")
+@reference("AvgPool3D", host=True)
 def avg_pool3d(attrs, x):
     g = _pool_windows(attrs, x.shape)
     total = sum(v.astype(np.float64) for _, v in g.views(g.pad(x)))
     return (total / _avg_counts(g)).astype(x.dtype)
 
 
-@reference("AvgPool3DGrad")
+@reference("AvgPool3DGrad", host=True)
 def avg_pool3d_grad(attrs, orig_input_shape, dy):
     g = _pool_windows(attrs, _sizes(orig_input_shape))
     share = (dy / _avg_counts(g)).astype(dy.dtype)
@@ -174,7 +176,7 @@ def _check_depthwise(x_shape, w_shape):
                          f"{list(x_shape)} vs. filter {list(w_shape)}")
 
 
-@reference("DepthwiseConv2dNative")
+@reference("DepthwiseConv2dNative", host=True)
 def depthwise_conv2d(attrs, x, w):
     _check_depthwise(x.shape, w.shape)
     g = Windows(x.shape, w.shape[:2], attrs["strides"], attrs["padding"])
@@ -185,7 +187,7 @@ def depthwise_conv2d(attrs, x, w):
     return out.reshape(x.shape[0], *g.out, c * m)
 
 
-@reference("DepthwiseConv2dNativeBackpropInput")
+@reference("DepthwiseConv2dNativeBackpropInput", host=True)
 def depthwise_conv2d_backprop_input(attrs, input_sizes, w, dy):
     shape = _sizes(input_sizes)
     _check_depthwise(shape, w.shape)
@@ -197,7 +199,7 @@ def depthwise_conv2d_backprop_input(attrs, input_sizes, w, dy):
     return g.crop(dxp)
 
 
-@reference("DepthwiseConv2dNativeBackpropFilter")
+@reference("DepthwiseConv2dNativeBackpropFilter", host=True)
 def depthwise_conv2d_backprop_filter(attrs, x, filter_sizes, dy):
     shape = _sizes(filter_sizes)
     _check_depthwise(x.shape, shape)

@@ -112,7 +112,7 @@ for _op, _f in {
     _elementwise(_op, _keep(_f) if _op not in ("IsNan", "IsInf", "IsFinite", "LogicalNot") else _f)
 
 for _op, _f in {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": _quiet(_realdiv),
+    "Sub": np.subtract, "Mul": np.multiply, "RealDiv": _quiet(_realdiv),
     "FloorDiv": _quiet(_floordiv), "FloorMod": _quiet(_floormod), "Pow": _quiet(_pow),
     "Maximum": np.maximum, "Minimum": np.minimum,
     "SquaredDifference": lambda x, y: np.square(x - y), "TruncateDiv": _quiet(_truncatediv),

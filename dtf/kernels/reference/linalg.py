@@ -25,7 +25,7 @@ def _rhs(a, b):
                                           f"the same number of rows: {list(a.shape)} vs. {list(b.shape)}")
 
 
-@reference("MatrixInverse")
+@reference("MatrixInverse", host=True)
 def _matrix_inverse(attrs, x):
     _square(x)
     a = _adjoint(x) if attrs.get("adjoint") else x
@@ -35,20 +35,20 @@ def _matrix_inverse(attrs, x):
         raise errors.InvalidArgumentError(None, None, "Input is not invertible.") from None
 
 
-@reference("MatrixDeterminant")
+@reference("MatrixDeterminant", host=True)
 def _matrix_determinant(attrs, x):
     _square(x)
     return np.asarray(np.linalg.det(x), x.dtype)
 
 
-@reference("LogMatrixDeterminant")
+@reference("LogMatrixDeterminant", host=True)
 def _log_matrix_determinant(attrs, x):
     _square(x)
     sign, logdet = np.linalg.slogdet(x)
     return np.asarray(sign, x.dtype), np.asarray(logdet, x.dtype)
 
 
-@reference("Cholesky")
+@reference("Cholesky", host=True)
 def _cholesky(attrs, x):
     _square(x)
     # TF reads only the lower triangle: the upper one is taken as its mirror.
@@ -60,7 +60,7 @@ def _cholesky(attrs, x):
             None, None, "Cholesky decomposition was not successful. The input might not be valid.") from None
 
 
-@reference("MatrixSolve")
+@reference("MatrixSolve", host=True)
 def _matrix_solve(attrs, a, b):
     _square(a, "matrix")
     _rhs(a, b)
@@ -71,7 +71,7 @@ def _matrix_solve(attrs, a, b):
         raise errors.InvalidArgumentError(None, None, "Input matrix is not invertible.") from None
 
 
-@reference("MatrixTriangularSolve")
+@reference("MatrixTriangularSolve", host=True)
 def _matrix_triangular_solve(attrs, a, b):
     _square(a, "matrix")
     _rhs(a, b)
@@ -83,7 +83,7 @@ def _matrix_triangular_solve(attrs, a, b):
     return np.linalg.solve(m, b).astype(b.dtype)
 
 
-@reference("Cross")
+@reference("Cross", host=True)
 def _cross(attrs, a, b):
     if a.shape != b.shape or a.ndim == 0 or a.shape[-1] != 3:
         raise errors.InvalidArgumentError(None, None, f"a and b must have the same shape ending in 3, "

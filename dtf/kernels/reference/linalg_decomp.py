@@ -13,13 +13,13 @@ def _empty(dtype):
     return np.zeros([0], dtype)
 
 
-@reference("Qr")
+@reference("Qr", host=True)
 def _qr(attrs, x):
     q, r = np.linalg.qr(x, mode="complete" if attrs.get("full_matrices") else "reduced")
     return q.astype(x.dtype), r.astype(x.dtype)
 
 
-@reference("SelfAdjointEigV2")
+@reference("SelfAdjointEigV2", host=True)
 def _self_adjoint_eig(attrs, x):
     # TF reads the lower triangle, as numpy's eigh does by default
     if attrs.get("compute_v", True):
@@ -28,7 +28,7 @@ def _self_adjoint_eig(attrs, x):
     return np.linalg.eigvalsh(x).astype(x.dtype), _empty(x.dtype)
 
 
-@reference("Svd")
+@reference("Svd", host=True)
 def _svd(attrs, x):
     if not attrs.get("compute_uv", True):
         return np.linalg.svd(x, compute_uv=False).astype(x.dtype), _empty(x.dtype), _empty(x.dtype)

@@ -68,25 +68,25 @@ def bracketed(values, max_entries) -> str:
     return "".join(f"[{summarize(v, max_entries)}]" for v in values)
 
 
-@reference("Print")
+@reference("Print", host=True)
 def _print(attrs, x, *data):
     # The printing itself is the CPU kernel's side effect (dtf.kernels.cpu.logging).
     return x
 
 
-@reference("PrintV2")
+@reference("PrintV2", host=True)
 def _print_v2(attrs, *values):
     return None
 
 
-@reference("Assert")
+@reference("Assert", host=True)
 def _assert(attrs, condition, *data):
     if not np.all(condition):
         text = " ".join(f"[{summarize(v, attrs.get('summarize', 3))}]" for v in data)
         raise errors.InvalidArgumentError(None, None, f"assertion failed: {text}")
 
 
-@reference("CheckNumerics")
+@reference("CheckNumerics", host=True)
 def _check_numerics(attrs, x):
     nan, inf = bool(np.isnan(x).any()), bool(np.isinf(x).any())
     if nan or inf:
@@ -134,6 +134,6 @@ def summarize_v2(value, max_entries=3) -> str:
     return "".join(out)
 
 
-@reference("IdentityN")
+@reference("IdentityN", host=True)
 def _identity_n(attrs, *xs):
     return tuple(xs)

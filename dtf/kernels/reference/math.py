@@ -117,11 +117,11 @@ def _scan(accumulate, identity, attrs, x, axis):
     return np.ascontiguousarray(np.flip(out, a)) if attrs.get("reverse") else out
 
 
-@reference("Cumsum")
+@reference("Cumsum", host=True)
 def _cumsum(attrs, x, axis):
     return _scan(np.cumsum, 0, attrs, x, axis)
 
 
-@reference("Cumprod")
+@reference("Cumprod", host=True)
 def _cumprod(attrs, x, axis):
     return _scan(np.cumprod, 1, attrs, x, axis)

@@ -12,7 +12,7 @@ def _invalid(msg):
     return errors.InvalidArgumentError(None, None, msg)
 
 
-@reference("Diag")
+@reference("Diag", host=True)
 def _diag(attrs, d):
     if d.ndim < 1:
         raise _invalid(f"Input must be at least rank 1, got {d.ndim}")
@@ -22,7 +22,7 @@ def _diag(attrs, d):
     return out.reshape(d.shape + d.shape)
 
 
-@reference("DiagPart")
+@reference("DiagPart", host=True)
 def _diag_part(attrs, x):
     k = x.ndim // 2
     if x.ndim % 2 or x.ndim == 0 or x.shape[:k] != x.shape[k:]:
@@ -36,7 +36,7 @@ def _rank2(x, what):
         raise _invalid(f"{what} must be at least rank 2, got shape {list(x.shape)}")
 
 
-@reference("MatrixDiag")
+@reference("MatrixDiag", host=True)
 def _matrix_diag(attrs, d):
     if d.ndim < 1:
         raise _invalid(f"diagonal must be at least 1-dim, got shape {list(d.shape)}")
@@ -46,13 +46,13 @@ def _matrix_diag(attrs, d):
     return out
 
 
-@reference("MatrixDiagPart")
+@reference("MatrixDiagPart", host=True)
 def _matrix_diag_part(attrs, x):
     _rank2(x, "input")
     return np.ascontiguousarray(np.diagonal(x, axis1=-2, axis2=-1))
 
 
-@reference("MatrixSetDiag")
+@reference("MatrixSetDiag", host=True)
 def _matrix_set_diag(attrs, x, d):
     _rank2(x, "input")
     n = min(x.shape[-2:])
@@ -63,7 +63,7 @@ def _matrix_set_diag(attrs, x, d):
     return out
 
 
-@reference("MatrixBandPart")
+@reference("MatrixBandPart", host=True)
 def _matrix_band_part(attrs, x, num_lower, num_upper):
     _rank2(x, "input")
     m, n = x.shape[-2:]
@@ -76,7 +76,7 @@ def _matrix_band_part(attrs, x, num_lower, num_upper):
     return np.where(keep, x, np.zeros((), x.dtype))
 
 
-@reference("LinSpace")
+@reference("LinSpace", host=True)
 def _lin_space(attrs, start, stop, num):
     n = int(num)
     if n <= 0:
@@ -90,7 +90,7 @@ def _lin_space(attrs, start, stop, num):
     return out.astype(np.asarray(start).dtype)
 
 
-@reference("ReverseSequence")
+@reference("ReverseSequence", host=True)
 def _reverse_sequence(attrs, x, seq_lengths):
     seq, batch = attrs["seq_dim"] % x.ndim, attrs["batch_dim"] % x.ndim
     if seq == batch:
@@ -113,7 +113,7 @@ def _reverse_sequence(attrs, x, seq_lengths):
     return out
 
 
-@reference("Roll")
+@reference("Roll", host=True)
 def _roll(attrs, x, shift, axis):
     shifts, axes = np.atleast_1d(shift).astype(np.int64), np.atleast_1d(axis).astype(np.int64)
     if shifts.shape != axes.shape:

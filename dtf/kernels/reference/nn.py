@@ -8,21 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from dtf.framework import errors
+from dtf.framework.common_shapes import window_geometry
 
 from .table import REFERENCE, reference
 
 
-# -- window geometry (shared by shape inference and every conv/pool kernel) -------------------
-def window_geometry(in_size, k, stride, padding):
-    """(out_size, pad_before, pad_after) of one spatial dimension, as TF computes them."""
-    if padding == "VALID":
-        out = (in_size - k) // stride + 1 if in_size >= k else 0
-        return out, 0, 0
-    out = -(-in_size // stride)
-    total = max((out - 1) * stride + k - in_size, 0)
-    return out, total // 2, total - total // 2
-
-
+# -- window geometry (dtf.framework.common_shapes: shared with shape inference) -------------
 def spatial_geometry(in_hw, k_hw, strides, padding):
     """((oh, ow), (pad_top, pad_left), (pad_bottom, pad_right)) for NHWC windows."""
     (oh, pt, pb), (ow, pl, pr) = (window_geometry(in_hw[i], k_hw[i], strides[i + 1], padding)
@@ -324,7 +315,7 @@ def avg_pool_grad(attrs, orig_input_shape, dy):
     return _pad_to(_crop(dxp, before, shape), (0, 0), shape)
 
 
-@reference("TopKV2")
+@reference("TopKV2", host=True)
 def _top_k(attrs, x, k):
     k = int(k)
     if x.ndim < 1:

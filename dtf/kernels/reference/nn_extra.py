@@ -11,14 +11,14 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@reference("Selu")
+@reference("Selu", host=True)
 def _selu(attrs, x):
     with np.errstate(over="ignore"):
         neg = SELU_SCALE * SELU_ALPHA * np.expm1(np.minimum(x, 0))
     return np.where(x > 0, SELU_SCALE * x, neg).astype(x.dtype)
 
 
-@reference("SeluGrad")
+@reference("SeluGrad", host=True)
 def _selu_grad(attrs, g, y):
     return np.where(y < 0, g * (y + SELU_SCALE * SELU_ALPHA), g * SELU_SCALE).astype(g.dtype)
 
@@ -40,7 +40,7 @@ def _lrn_args(attrs, x):
         float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 0.5))
 
 
-@reference("LRN")
+@reference("LRN", host=True)
 def _lrn(attrs, x):
     r, bias, alpha, beta = _lrn_args(attrs, x)
     xd = x.astype(np.float64)
@@ -48,7 +48,7 @@ def _lrn(attrs, x):
     return (xd * norm ** -beta).astype(x.dtype)
 
 
-@reference("LRNGrad")
+@reference("LRNGrad", host=True)
 def _lrn_grad(attrs, grads, x, y):
     """dx_j = g_j N_j^-beta - 2 alpha beta x_j sum_{i near j} g_i x_i N_i^(-beta-1), where
     N_i = bias + alpha * (sum of x^2 over the window of i); windows are symmetric."""

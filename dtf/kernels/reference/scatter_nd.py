@@ -28,7 +28,7 @@ def _flat_index(indices, shape, what):
     return tuple(rows.T), rows.shape[0], k
 
 
-@reference("GatherNd")
+@reference("GatherNd", host=True)
 def _gather_nd(attrs, params, indices):
     index, n, k = _flat_index(indices, params.shape, "param")
     if k == 0:
@@ -61,7 +61,7 @@ def _scatter_into(out, indices, updates, what, combine):
     return out
 
 
-@reference("ScatterNd")
+@reference("ScatterNd", host=True)
 def _scatter_nd(attrs, indices, updates, shape):
     dims = [int(d) for d in np.asarray(shape).reshape(-1)]
     out = np.zeros(dims, dtype=updates.dtype)
@@ -70,5 +70,5 @@ def _scatter_nd(attrs, indices, updates, shape):
 
 for _op, _combine in (("TensorScatterUpdate", None), ("TensorScatterAdd", np.add),
                       ("TensorScatterSub", np.subtract)):
-    reference(_op)(lambda attrs, tensor, indices, updates, _c=_combine:
+    reference(_op, host=True)(lambda attrs, tensor, indices, updates, _c=_combine:
                    _scatter_into(np.array(tensor, copy=True), indices, updates, "tensor", _c))

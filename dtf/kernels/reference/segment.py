@@ -38,7 +38,7 @@ _UNSORTED = {"UnsortedSegmentMax": (np.maximum, lambda d: _extreme(d, False)),
              "UnsortedSegmentMin": (np.minimum, lambda d: _extreme(d, True)),
              "UnsortedSegmentProd": (np.multiply, lambda d: 1)}
 for _op, (_ufunc, _initial) in _UNSORTED.items():
-    reference(_op)(lambda attrs, data, ids, num, _u=_ufunc, _i=_initial:
+    reference(_op, host=True)(lambda attrs, data, ids, num, _u=_ufunc, _i=_initial:
                    _reduce(data, ids, int(num), _u, _i(data.dtype))[0])
 
 
@@ -71,13 +71,13 @@ def _sorted(ufunc, initial_of, empty_is_zero):
     return run
 
 
-reference("SegmentSum")(_sorted(np.add, lambda d: 0, False))
-reference("SegmentProd")(_sorted(np.multiply, lambda d: 1, False))
-reference("SegmentMax")(_sorted(np.maximum, lambda d: _extreme(d, False), True))
-reference("SegmentMin")(_sorted(np.minimum, lambda d: _extreme(d, True), True))
+reference("SegmentSum", host=True)(_sorted(np.add, lambda d: 0, False))
+reference("SegmentProd", host=True)(_sorted(np.multiply, lambda d: 1, False))
+reference("SegmentMax", host=True)(_sorted(np.maximum, lambda d: _extreme(d, False), True))
+reference("SegmentMin", host=True)(_sorted(np.minimum, lambda d: _extreme(d, True), True))
 
 
-@reference("SegmentMean")
+@reference("SegmentMean", host=True)
 def _segment_mean(attrs, data, ids):
     total = _sorted(np.add, lambda d: 0, False)(attrs, data, ids)
     counts = np.bincount(np.asarray(ids).reshape(-1), minlength=total.shape[0])
@@ -86,7 +86,7 @@ def _segment_mean(attrs, data, ids):
     return (total / counts).astype(data.dtype)
 
 
-@reference("DynamicPartition")
+@reference("DynamicPartition", host=True)
 def _dynamic_partition(attrs, data, partitions):
     n = int(attrs["num_partitions"])
     partitions = np.asarray(partitions)
@@ -104,7 +104,7 @@ def _dynamic_partition(attrs, data, partitions):
     return tuple(np.ascontiguousarray(flat[flat_p == i]) for i in range(n))
 
 
-@reference("DynamicStitch")
+@reference("DynamicStitch", host=True)
 def _dynamic_stitch(attrs, *args):
     n = len(args) // 2
     indices, data = [np.asarray(i) for i in args[:n]], args[n:]

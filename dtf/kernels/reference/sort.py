@@ -21,11 +21,11 @@ def _unique(attrs, x):
     return x[first[order]], rank[inverse.reshape(-1)].astype(out_idx), counts[order].astype(out_idx)
 
 
-@reference("Unique")
+@reference("Unique", host=True)
 def _unique_ref(attrs, x):
     return _unique(attrs, x)[:2]
 
 
-@reference("UniqueWithCounts")
+@reference("UniqueWithCounts", host=True)
 def _unique_with_counts_ref(attrs, x):
     return _unique(attrs, x)

@@ -111,7 +111,7 @@ def sparse_apply_into(dense_update, attrs, refs, args, indices_pos):
 
 # -- routing rows ------------------------------------------------------------------------
 # ParallelDynamicStitch is DynamicStitch under the op type embedding_lookup builds.
-reference("ParallelDynamicStitch")(REFERENCE["DynamicStitch"])
+reference("ParallelDynamicStitch", host=True)(REFERENCE["DynamicStitch"])
 
 
 def _sparse_apply_reference(op_type):
@@ -165,7 +165,7 @@ def _check_sparse_order(idx, shape, validate):
                     "correctly ordered copy.")
 
 
-@reference("SparseToDense")
+@reference("SparseToDense", host=True)
 def _sparse_to_dense(attrs, indices, output_shape, values, default_value):
     shape = np.asarray(output_shape).reshape(-1).astype(np.int64)
     idx = np.asarray(indices)
@@ -228,7 +228,7 @@ for _op in ("ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"):
     reference(_op)(_scatter_nd_reference(_op))
 
 
-@reference("SparseReorder")
+@reference("SparseReorder", host=True)
 def _sparse_reorder(attrs, indices, values, dense_shape):
     indices = np.asarray(indices)
     if indices.ndim != 2 or values.ndim != 1 or indices.shape[0] != values.shape[0]:

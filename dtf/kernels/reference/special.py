@@ -64,13 +64,13 @@ def _polygamma(n, v):
     return (-1) ** (n + 1) * math.factorial(int(n)) * _hurwitz_zeta(n + 1, v)
 
 
-reference("Lgamma")(lambda attrs, x: _per_element(_lgamma, x))
-reference("Digamma")(lambda attrs, x: _per_element(_digamma, x))
-reference("Erfc")(lambda attrs, x: _per_element(math.erfc, x))
-reference("Rint")(lambda attrs, x: np.rint(x))
+reference("Lgamma", host=True)(lambda attrs, x: _per_element(_lgamma, x))
+reference("Digamma", host=True)(lambda attrs, x: _per_element(_digamma, x))
+reference("Erfc", host=True)(lambda attrs, x: _per_element(math.erfc, x))
+reference("Rint", host=True)(lambda attrs, x: np.rint(x))
 
 
-@reference("Polygamma")
+@reference("Polygamma", host=True)
 def _polygamma_ref(attrs, a, x):
     a, x = np.broadcast_arrays(a, x)
     out = np.vectorize(_polygamma, otypes=[np.float64])(a.astype(np.float64), x.astype(np.float64)) \
@@ -78,14 +78,14 @@ def _polygamma_ref(attrs, a, x):
     return np.asarray(out).astype(x.dtype)
 
 
-@reference("Xlogy")
+@reference("Xlogy", host=True)
 def _xlogy(attrs, x, y):
     with np.errstate(all="ignore"):
         out = np.where(x == 0, np.zeros((), x.dtype), x * np.log(y))
     return np.asarray(out).astype(x.dtype)
 
 
-@reference("MulNoNan")
+@reference("MulNoNan", host=True)
 def _mul_no_nan(attrs, x, y):
     with np.errstate(all="ignore"):
         out = np.where(y == 0, np.zeros((), x.dtype), x * y)

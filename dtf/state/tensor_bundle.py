@@ -1,6 +1,6 @@
 """TensorFlow's V2 checkpoint format, the tensor bundle (tensorflow/core/util/tensor_bundle).
 
-A checkpoint prefix ``P`` is ``P.index`` (an sstable, dtf/runtime/sstable.py) and data
+A checkpoint prefix ``P`` is ``P.index`` (an sstable, dtf/state/sstable.py) and data
 files ``P.data-SSSSS-of-NNNNN``. The index maps ``""`` to a BundleHeaderProto and each
 tensor name (sorted bytewise) to a BundleEntryProto: dtype, shape, shard, offset and size
 in that shard's data file, and the masked CRC-32C of those bytes. A partitioned variable is

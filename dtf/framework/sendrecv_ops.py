@@ -1,6 +1,8 @@
 """_Send/_Recv: the pair the partitioner puts on every edge that crosses devices.
 
 They exist only in partitions (never built by users), so their shape inference is trivial.
+They are defined here, beside the op registry, because the partitioner (below the runtime)
+inserts them and the worker's executor runs them: neither should import an op family.
 """
 from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import unknown_shape

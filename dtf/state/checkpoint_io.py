@@ -1,6 +1,6 @@
 """Checkpoint files on disk (see docs/checkpoint_format.md).
 
-Saves are TensorFlow's V2 tensor bundle (dtf/runtime/tensor_bundle.py), so TF restores
+Saves are TensorFlow's V2 tensor bundle (dtf/state/tensor_bundle.py), so TF restores
 what dtf writes and dtf restores what TF writes. Reads also accept dtf's earlier format
 (a JSON ``.index``), so old dtf checkpoints stay usable.
 

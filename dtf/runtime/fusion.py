@@ -23,8 +23,9 @@ dtf.kernels.cpu.jit_loading, which counts the time of these stand-ins towards lo
 the group's original kernels run one after another, as unfused, for a call overhead of
 about a microsecond.
 
-The code generation only ever sees op types that are keys of the template table and
-integer indices: see dtf.kernels.cpu.fused for why and how.
+This module plans (which steps form a group) and runs the groups; the code generation
+lives with the kernels, in dtf.kernels.cpu.fused, and only ever sees op types that are keys
+of its template table and integer indices: see there for why and how.
 
 ``DTF_FUSION=0`` turns fusion off; ``DTF_FUSION_MIN_ELEMENTS`` and
 ``DTF_FUSION_TAIL_MIN_ELEMENTS`` set the size thresholds (all read at import; tests may

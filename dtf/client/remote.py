@@ -16,14 +16,14 @@ from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime import master as _master
 from dtf.runtime.liveness import SilentPeer
-from dtf.runtime import service as _service
-from dtf.wire import transport
+from dtf.wire import inprocess, transport
 from . import cluster_keys
 from .config import DeviceStepStats, NodeExecStats, RunOptions
 
 log = logging.getLogger("dtf")
 
 _SCHEMES = ("grpc://", "dtf://", "grpc+dtf://", "tcp://")
+_in_process_service = inprocess.REGISTRY.lookup  # asked on every call to a master
 
 
 def parse_target(target: str) -> str:
@@ -83,7 +83,7 @@ class _MasterChannel:
 
     @property
     def service(self):
-        return _service.in_process_service(self.address)
+        return _in_process_service(self.address)
 
     def call(self, msg, timeout_s=None):
         svc = self.service

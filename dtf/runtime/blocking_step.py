@@ -102,12 +102,8 @@ class BlockingStep:
 
     # -- actions -----------------------------------------------------------------------
     def _abort(self, action):
-        svc = self.peers.in_process(action.task)
         try:
-            if svc is not None:
-                svc.dispatch(action.msg)
-            else:
-                self.client.push(self.peers.address(action.task), action.msg)
+            self.peers.push(action.task, action.msg)
         except Exception:  # noqa: BLE001 - best effort
             pass
 
@@ -183,15 +179,15 @@ class BlockingStep:
 class _ReplyPump:
     """How this task's partition waits for tensors (StepRendezvous.wait_any) on the thread
     that sent the step's RunGraphs, when the remote parts were asked with ``early``: it
-    polls that thread's sockets to the remote parts, and a pipe another thread writes to
-    when it puts a tensor in the rendezvous. The remote parts send this task's tensors ahead
+    polls that thread's sockets to the remote parts, and a wake-up another thread
+    signals when it puts a tensor in the rendezvous. The remote parts send this task's tensors ahead
     of their reply on those sockets, so they reach the waiting thread without passing
     through the task's I/O thread (a thread hand-off each way). Replies that arrive go to
     the step's machine; an error among them aborts the step, which ends the wait."""
 
     def __init__(self, step):
         self._step = step
-        self._pipe = step.peers.wake_pipe()
+        self._wakeup = step.peers.wakeup()
         self._deliver = step.peers.local_worker().tensor_push
         self.owner = threading.get_ident()  # the sockets' thread: only it may wait here
 
@@ -199,9 +195,10 @@ class _ReplyPump:
         step = self._step
         machine, client = step.machine, step.client
         waiting = [(i, machine.addresses[i], rid) for i, rid in step.rids.items() if i in machine.pending]
-        polled = [client.reply_socket(address) for _, address, _ in waiting] + [self._pipe.read_fd]
-        if self._pipe.read_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
-            self._pipe.drain()
+        wake_fd = self._wakeup.fileno()
+        polled = [client.reply_socket(address) for _, address, _ in waiting] + [wake_fd]
+        if wake_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
+            self._wakeup.clear()
         for i, address, rid in waiting:
             if machine.done:
                 break
@@ -211,4 +208,4 @@ class _ReplyPump:
 
     def wake(self):
         if threading.get_ident() != self.owner:  # not a tensor it delivered itself
-            self._pipe.wake()
+            self._wakeup.wake()

@@ -22,7 +22,7 @@ fold       the master's I/O      the partition's *last* sends to  the master sto
 early      a master thread       sends to the master's task go    the thread waiting in the
            waits in its own      back as interim replies on the   master's partition polls
            partition (RunGraph   request's connection             those connections and a
-           ``early``), one part  (``early_task``, ``send_early``  wake pipe (``WaitHooks.
+           ``early``), one part  (``early_task``, ``send_early``  wake-up (``WaitHooks.
            per remote task,      from the loop's ``respond``)     pump``): no I/O thread
            run on the remote                                      hand-off on either side
            I/O thread

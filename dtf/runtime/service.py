@@ -1,22 +1,21 @@
 """One task's services: a Worker and a Master behind one ZeroMQ ROUTER socket, plus
 ``Peers``, the way both reach other tasks (directly when the task lives in this process,
-over ZeroMQ otherwise).
+over the transport otherwise: a route per task, dtf.runtime.routes).
 """
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-import weakref
-from concurrent.futures import ThreadPoolExecutor
 
 from dtf.framework import errors
 from dtf.runtime.executor import ignore_float_errors_on_this_thread
 from dtf.runtime.liveness import SilentPeer
 from dtf.runtime.master import Master
+from dtf.runtime.routes import choose as choose_route
 from dtf.runtime.step_log import StepLog
 from dtf.runtime.worker import Worker
+from dtf.wire import inprocess
 from dtf.wire import security as security_mod
 from dtf.wire import transport
 
@@ -26,28 +25,7 @@ LOG_WAIT_EVERY_S = 10.0
 
 _FROM_ENV = object()  # TaskService's default: keys from DTF_CLUSTER_KEYS, else plain
 
-# Services living in this process, by normalised address: calls to them skip the wire.
-_IN_PROCESS: dict = {}
-_IN_PROCESS_LOCK = threading.Lock()
-
-
-def normalize_address(address: str) -> str:
-    normal = _normal_addresses.get(address)
-    if normal is None:  # kept per address: every call to a master asks (in_process_service)
-        host, _, port = address.rpartition(":")
-        if host in ("localhost", "", "0.0.0.0"):
-            host = "127.0.0.1"
-        normal = f"{host}:{port}"
-        if len(_normal_addresses) < 4096:
-            _normal_addresses[address] = normal
-    return normal
-
-
-_normal_addresses: dict = {}
-
-
-def in_process_service(address: str):
-    return _IN_PROCESS.get(normalize_address(address))
+_REGISTRY = inprocess.REGISTRY  # the services living in this process
 
 
 def task_name(job, index) -> str:
@@ -62,9 +40,12 @@ class Peers:
         self._local_task = local_task
         self._local = local_service
         self._client = self.client = client or transport.Client()  # its sockets are per thread
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dtf-peer")
+        self._pool = transport.HandlerPool(8, "dtf-peer")
         self._gpus: dict = {}
         self._thread_state = threading.local()
+        # task -> its route, chosen under the registry's generation ``_routes_generation``.
+        self._routes: dict = {}
+        self._routes_generation = -1
 
     def address(self, task):
         try:
@@ -72,10 +53,22 @@ class Peers:
         except KeyError:
             raise errors.InvalidArgumentError(None, None, f"Task {task} is not in the cluster") from None
 
+    def _route(self, task):
+        """The backend that reaches ``task``, chosen again only once a task of this process
+        has started or stopped since."""
+        generation = _REGISTRY.generation  # read first: a change after it is seen next time
+        if generation != self._routes_generation:
+            self._routes = {}
+            self._routes_generation = generation
+        route = self._routes.get(task)
+        if route is None:
+            route = self._routes[task] = choose_route(self, task)
+        return route
+
     def _service(self, task):
         if task == self._local_task and self._local is not None:
-            return self._local
-        return in_process_service(self.address(task))
+            return self._local  # this task's own route is always in-process: asked every step
+        return self._route(task).service
 
     def in_process(self, task):
         """The service of ``task`` when it lives in this process (this task's included)."""
@@ -85,37 +78,16 @@ class Peers:
         return self._local.worker
 
     def submit(self, fn, *args):
-        """``fn(*args)`` on the peers' pool: a Future."""
-        return self._pool.submit(fn, *args)
+        """``fn(*args)`` on the peers' pool: its Outcome (``result()`` waits for it)."""
+        return self._pool.call(fn, *args)
 
     def call(self, task, msg, timeout_s=None):
-        svc = self._service(task)
-        if svc is not None:
-            return svc.dispatch(msg)
-        address = self.address(task)
-        rid = self._send(task, address, msg)
-        return self._receive(task, address, rid, timeout_s)
+        return self._route(task).call(msg, timeout_s)
 
     def notify(self, task, msg):
         """Best effort, not waited for: ``msg`` to ``task``, whose answer or failure does
         not matter (e.g. dropping a graph that a restarted task no longer holds)."""
-        svc = self._service(task)
-        if svc is not None:
-            try:
-                svc.dispatch(msg)
-            except errors.OpError:
-                pass
-            return
-        try:
-            self._pool.submit(self._quiet_call, task, msg)
-        except RuntimeError:  # the pool has shut down: this task is stopping
-            pass
-
-    def _quiet_call(self, task, msg):
-        try:
-            self.call(task, msg, timeout_s=transport.PING_TIMEOUT_S)
-        except errors.OpError:
-            pass
+        self._route(task).notify(msg)
 
     def silent_tasks(self, tasks) -> list:
         """[(task, address, port accepts)] of the remote ``tasks`` that do not answer a
@@ -168,15 +140,14 @@ class Peers:
         else:
             silence.answered()
 
+    def push(self, task, msg):
+        """A one-way message to ``task`` (e.g. AbortStep), best effort: raises when it
+        cannot be sent."""
+        self._route(task).push(msg)
+
     def push_tensors(self, task, step_id, items):
         """Delivers [(key, tensor)] of one step to ``task``'s rendezvous in one message."""
-        svc = self._service(task)
-        if svc is not None:
-            svc.worker.rendezvous.put_many(step_id, items)
-            return
-        self._client.push(self.address(task), {"type": "Tensor", "step_id": step_id,
-                                               "keys": [k for k, _ in items],
-                                               "tensors": [v for _, v in items]})
+        self._route(task).push_tensors(step_id, items)
 
     def gpu_counts(self):
         """(job, index) -> GPU count, for placement: each task is asked on first use."""
@@ -187,57 +158,24 @@ class Peers:
         master calls it when a task has restarted: the new incarnation may differ)."""
         n = self._gpus.get(task)
         if n is None:
-            svc = self._service(task)
-            if svc is not None:
-                n = svc.worker.gpu_count
-            else:
-                n = int(self.call(task, {"type": "Status"}, timeout_s=transport.PING_TIMEOUT_S * 3).get("gpus", 0))
-            self._gpus[task] = n
+            n = self._gpus[task] = self._route(task).gpu_count()
         return n
 
     def forget_gpu_counts(self):
         self._gpus.clear()
 
-    def wake_pipe(self) -> "_WakePipe":
-        """This thread's pipe that interrupts its blocking_step._ReplyPump."""
-        pipe = getattr(self._thread_state, "wake_pipe", None)
-        if pipe is None:
-            pipe = self._thread_state.wake_pipe = _WakePipe()
-        return pipe
+    def wakeup(self) -> transport.Wakeup:
+        """This thread's wake-up that interrupts its blocking_step._ReplyPump (the loop's own
+        kind: its descriptors close once nothing refers to it, never while a waker might use
+        them)."""
+        wakeup = getattr(self._thread_state, "wakeup", None)
+        if wakeup is None:
+            wakeup = self._thread_state.wakeup = transport.Wakeup()
+        return wakeup
 
     def close(self):
-        self._pool.shutdown(wait=False)
+        self._pool.shutdown()
         self._client.close()
-
-
-class _WakePipe:
-    """A non-blocking pipe whose read end a thread polls beside its sockets. Its file
-    descriptors close when nothing refers to it any more (its thread has ended or its Peers
-    is gone, and no step's pump holds it), never while a waker might still write to them."""
-
-    def __init__(self):
-        self.read_fd, self._write_fd = os.pipe()
-        os.set_blocking(self.read_fd, False)
-        os.set_blocking(self._write_fd, False)
-        self._closer = weakref.finalize(self, _close_fds, self.read_fd, self._write_fd)
-
-    def wake(self):
-        try:
-            os.write(self._write_fd, b"\0")
-        except BlockingIOError:  # full: a wake-up is pending anyway
-            pass
-
-    def drain(self):
-        try:
-            while os.read(self.read_fd, 4096):
-                pass
-        except BlockingIOError:
-            pass
-
-
-def _close_fds(*fds):
-    for fd in fds:
-        os.close(fd)
 
 
 class _GpuCounts:
@@ -312,8 +250,7 @@ class TaskService:
         if self._running or self._loop is None:
             return
         self._running = True
-        with _IN_PROCESS_LOCK:
-            _IN_PROCESS[normalize_address(self.address)] = self
+        _REGISTRY.register(self.address, self)
         self._loop.start()
         self.master.start_reaper()
 
@@ -334,9 +271,7 @@ class TaskService:
         return s
 
     def stop(self):
-        with _IN_PROCESS_LOCK:
-            if _IN_PROCESS.get(normalize_address(self.address)) is self:
-                del _IN_PROCESS[normalize_address(self.address)]
+        _REGISTRY.unregister(self.address, self)
         self.master.stop_reaper()
         if self._loop is not None:
             self._loop.stop()

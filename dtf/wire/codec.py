@@ -243,7 +243,7 @@ def _raw_bytes(arr: np.ndarray):
 def _append_framed(frames, raw, ref):
     """Appends ``raw`` as one frame, or as frames of CHUNK_BYTES with ``"n"`` in ``ref``:
     ZeroMQ moves a multipart message of 4 MiB frames about twice as fast over TCP as one
-    huge frame, and every task reads frames that size (transport.max_frame_bytes)."""
+    huge frame, and every task reads frames that size (endpoints.max_frame_bytes)."""
     if len(raw) <= CHUNK_BYTES:
         frames.append(raw)
         return ref

@@ -1,7 +1,7 @@
 """Sheds connections to a task's TCP port that never completed a handshake, when many come.
 
 ZeroMQ accepts every connection it can and keeps one that sends nothing until its
-handshake times out (transport.HANDSHAKE_S). A local user without keys can therefore fill
+handshake times out (server.HANDSHAKE_S). A local user without keys can therefore fill
 a task's descriptors with idle connections; ZeroMQ's listener then fails its accepts (it
 retries, busy) and a keyed client's new connection waits behind the flood. ZeroMQ offers
 no cap on the connections it accepts, but it reports each one (a socket monitor, with the

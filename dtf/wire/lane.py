@@ -7,7 +7,7 @@ shape of a cross-task step: client -> master -> worker -> master -> client) took
 us through ZeroMQ and 35-37 us through Unix sockets written and read by the threads that
 use them. Tasks whose address is on this host's loopback therefore also listen on an
 abstract Unix socket (Linux; DTF_IPC=0 turns it off) under a random name, which clients
-without cluster keys learn from the task over TCP (transport.connect_lane) and use when
+without cluster keys learn from the task over TCP (endpoints.connect_lane) and use when
 the process behind it is the one that named it. ZeroMQ stays the transport between hosts
 and whenever the cluster's keys are in use (the lane has no encryption).
 

@@ -21,7 +21,7 @@ import dtf as tf
 from dtf.kernels.cpu import jit_loading
 from dtf.runtime import service
 from dtf.train.server import free_port
-from dtf.wire import codec, transport
+from dtf.wire import codec, inprocess, transport
 from tests.unit.test_fuzz_wire import _frame, _json_frame, _valid_message, json_values
 
 pytestmark = pytest.mark.cluster
@@ -206,8 +206,8 @@ def _ping_with_stream(fuzzer, rid, sid, n):
 
 
 def test_streamed_tensors_assemble_or_are_refused_and_abandoned_ones_expire(monkeypatch):
-    from dtf.wire import transport
-    monkeypatch.setattr(transport, "STREAM_STALE_S", 0.3)
+    from dtf.wire import server
+    monkeypatch.setattr(server, "STREAM_STALE_S", 0.3)
     task = start_task()
     fuzzer = Fuzzer(task.address)
     try:
@@ -240,8 +240,7 @@ def test_streamed_tensors_assemble_or_are_refused_and_abandoned_ones_expire(monk
 def check_still_serves(task, fuzzer):
     """Pings are answered and a real session step runs over the wire."""
     fuzzer.ping()
-    in_process = service.in_process_service
-    service.in_process_service = lambda address: None  # force the wire, not a direct call
+    inprocess.REGISTRY.unregister(task.address, task)  # force the wire, not a direct call
     try:
         with tf.Graph().as_default():
             v = tf.Variable(np.arange(4, dtype=np.float32), name="v")
@@ -250,7 +249,7 @@ def check_still_serves(task, fuzzer):
                 sess.run(v.initializer)
                 assert sess.run(out) == 12.0
     finally:
-        service.in_process_service = in_process
+        inprocess.REGISTRY.register(task.address, task)
     assert task._loop._thread.is_alive()
 
 

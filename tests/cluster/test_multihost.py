@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from dtf.wire import shm, transport
+from dtf.wire import endpoints, shm, transport
 from tests.cluster.conftest import REPO
 from tests.cluster import rig as rig_module
 from tests.cluster.rig import PROFILES, make_rig  # noqa: F401  (make_rig is a fixture)
@@ -146,7 +146,7 @@ def test_tensors_between_hosts_go_over_tcp(make_rig, tasks):
     # What decides the path: an address of another host is neither shm-local nor loopback.
     for h in (h0, h1):
         assert not shm.is_local(f"{h.address}:{PORT}")
-        assert transport._loopback_port(f"{h.address}:{PORT}", transport._LOOPBACK_HOSTS) is None
+        assert endpoints.loopback_port(f"{h.address}:{PORT}", endpoints.LOOPBACK_HOSTS) is None
     out = _client(client, f"""
         import numpy as np
         import dtf as tf

@@ -12,6 +12,7 @@ from dtf.partition import localize, partition
 from dtf.placement import ClusterView, full_name, place, task_of
 from dtf.runtime import service as service_mod
 from dtf.framework.graph_walk import needed_nodes, split_tensor_name
+from dtf.wire import inprocess
 
 CLUSTER = ClusterView({"ps": {0, 1}, "worker": {0}}, "worker", 0)
 PS0, PS1, W0 = full_name("ps", 0), full_name("ps", 1), full_name("worker", 0)
@@ -364,14 +365,15 @@ def test_optimizer_update_noop_as_a_target_is_kept_on_its_device():
 
 
 @pytest.fixture
-def in_process_cluster(monkeypatch):
+def in_process_cluster():
     """A ps and a worker task living in this process, reached by direct calls (no socket)."""
     cluster = {"ps": {0: "127.0.0.1:1"}, "worker": {0: "127.0.0.1:2"}}
     tasks = [service_mod.TaskService(cluster, job, 0, security=None, listen=False) for job in cluster]
     for svc in tasks:
-        monkeypatch.setitem(service_mod._IN_PROCESS, service_mod.normalize_address(svc.address), svc)
+        inprocess.REGISTRY.register(svc.address, svc)
     yield "grpc://127.0.0.1:2", tasks[0]
     for svc in tasks:
+        inprocess.REGISTRY.unregister(svc.address, svc)
         svc.stop()
 
 

@@ -82,20 +82,27 @@ def test_a_wait_on_another_thread_uses_the_condition_not_the_pump():
     assert got == [5] and pump.waits == 0 and pump.wakes == 0
 
 
-def test_a_wake_pipe_wakes_a_poll_never_blocks_its_waker_and_drains():
+@pytest.mark.parametrize("eventfd", [True, False])
+def test_a_threads_wakeup_wakes_a_poll_never_blocks_its_waker_and_closes_unreferenced(
+        monkeypatch, eventfd):
+    """The pump's wake-up is the server loop's (dtf.wire.primitives.Wakeup), kept per
+    thread by Peers and never closed by its owner."""
     import gc
     import select
 
-    from dtf.runtime.service import _WakePipe
+    from dtf.wire import primitives
 
-    pipe = _WakePipe()
-    assert select.select([pipe.read_fd], [], [], 0)[0] == []
-    for _ in range(100_000):  # far more than a pipe holds: a full pipe is already awake
-        pipe.wake()
-    assert select.select([pipe.read_fd], [], [], 0)[0] == [pipe.read_fd]
-    pipe.drain()
-    assert select.select([pipe.read_fd], [], [], 0)[0] == []
-    closer = pipe._closer
-    del pipe
+    if not eventfd:
+        monkeypatch.delattr(primitives.os, "eventfd", raising=False)  # the pipe it falls back on
+    wakeup = primitives.Wakeup()
+    fd = wakeup.fileno()
+    assert select.select([fd], [], [], 0)[0] == []
+    for _ in range(100_000):  # far more than a pipe holds: a signalled one is already awake
+        wakeup.wake()
+    assert select.select([fd], [], [], 0)[0] == [fd]
+    wakeup.clear()
+    assert select.select([fd], [], [], 0)[0] == []
+    closer = wakeup._closer
+    del wakeup
     gc.collect()
     assert not closer.alive  # its descriptors closed once nothing refers to it

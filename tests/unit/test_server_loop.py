@@ -15,7 +15,7 @@ import dtf as tf
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime.worker import Worker
 from dtf.train.server import free_port
-from dtf.wire import transport
+from dtf.wire import endpoints, frames, primitives, transport
 
 DEVICE = "/job:ps/replica:0/task:0/device:CPU:0"
 
@@ -36,8 +36,8 @@ def test_stop_returns_when_the_loop_has_already_left():
 @pytest.mark.parametrize("eventfd", [True, False])
 def test_a_wakeup_signals_its_poller_once_until_cleared(monkeypatch, eventfd):
     if not eventfd:
-        monkeypatch.delattr(transport.os, "eventfd", raising=False)  # the pipe it falls back on
-    wakeup = transport.Wakeup()
+        monkeypatch.delattr(primitives.os, "eventfd", raising=False)  # the pipe it falls back on
+    wakeup = primitives.Wakeup()
     poller = select.poll()
     poller.register(wakeup.fileno(), select.POLLIN)
     assert poller.poll(0) == []
@@ -104,7 +104,7 @@ def test_a_stopped_server_has_freed_its_port_when_stop_returns():
                 assert client.call(address, {"type": "Echo", "n": n}, 10)["n"] == n
             finally:
                 loop.stop()
-            assert all(transport._bindable(e) for e in transport.bind_endpoints(address))
+            assert all(endpoints.bindable(e) for e in transport.bind_endpoints(address))
     finally:
         client.close()
 
@@ -122,7 +122,7 @@ def test_the_loop_poller_never_misses_a_zeromq_message():
     router.bind(f"tcp://127.0.0.1:{port}")
     dealer.connect(f"tcp://127.0.0.1:{port}")
     plain, peer = socket.socketpair()
-    poller = transport._LoopPoller([(router, zmq.POLLIN), (plain.fileno(), zmq.POLLIN)], router)
+    poller = frames.LoopPoller([(router, zmq.POLLIN), (plain.fileno(), zmq.POLLIN)], router)
 
     def wait(router_used=False):
         # As the loop does: a pass may find nothing (the descriptor fired for ZeroMQ's own
@@ -165,7 +165,7 @@ def _idle_loop():
 
 
 def _live_timers(loop):
-    return [entry for entry in loop._timers if entry[2].fn is not None]
+    return [entry for entry in loop._timers.heap if entry[2].fn is not None]
 
 
 def test_a_cancelled_timer_never_runs_and_lets_go_of_its_function():
@@ -194,7 +194,7 @@ def test_cancelled_timers_do_not_pile_up_in_the_heap():
         for h in handles[:900]:
             h.cancel()
         assert len(_live_timers(loop)) == 100
-        assert len(loop._timers) < 300
+        assert len(loop._timers.heap) < 300
     finally:
         loop.stop()
 

@@ -1,0 +1,1 @@
+"""The wire: message codec, frames, endpoints, client, server loop and same-host lanes."""

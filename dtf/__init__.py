@@ -53,9 +53,12 @@ from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
 from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_combine_ops import *  # noqa: F401,F403,E402
+from dtf.ops.string_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from dtf.ops.sparse_accumulator_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
 from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sort_ops import *  # noqa: F401,F403,E402
@@ -67,6 +70,7 @@ from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
 from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
 from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
 from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
+from dtf.ops.feature_ops import *  # noqa: F401,F403,E402
 from dtf import app, compat, initializers, logging, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
@@ -80,10 +84,14 @@ _LAZY_MODULES["metrics"] = "dtf.metrics"
 _LAZY_MODULES["contrib"] = "dtf.contrib"
 _LAZY_MODULES["layers"] = "dtf.layers"
 _LAZY_MODULES["sparse"] = "dtf.sparse"
+_LAZY_MODULES["image"] = "dtf.image"
+_LAZY_MODULES["strings"] = "dtf.strings"
 _LAZY_MODULES["data"] = "dtf.data"
 _LAZY_MODULES["python_io"] = "dtf.io.python_io"
 _LAZY_MODULES["graph_util"] = "dtf.graph_util"
 _LAZY_MODULES["estimator"] = "dtf.estimator"
+_LAZY_MODULES["feature_column"] = "dtf.feature_column"
+_LAZY_MODULES["saved_model"] = "dtf.saved_model"
 _LAZY_NAMES.update({n: "dtf.framework.graph_pb" for n in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef")})
 _LAZY_NAMES["import_graph_def"] = "dtf.framework.importer"
 _LAZY_NAMES.update({n: "dtf.framework.tensor_util" for n in ("make_tensor_proto", "make_ndarray")})

@@ -28,6 +28,18 @@ def rendezvous_key(send_device, recv_device, tensor_name) -> str:
     return f"{send_device};{recv_device};{tensor_name}"
 
 
+def timeline_label(node) -> str:
+    """The label TF's step stats give a node: "name = Op(input, ...)", and for a _Send or
+    _Recv "name = _Send(tensor @recv_device)" / "name = _Recv(tensor @send_device)", which is
+    how a timeline pairs the two ends of a transfer (dtf.client.timeline)."""
+    if node.op in ("_Send", "_Recv") and isinstance(node.attrs.get("key"), str):
+        send_device, recv_device, tensor = node.attrs["key"].split(";", 2)
+        other = recv_device if node.op == "_Send" else send_device
+        return f"{node.name} = {node.op}({tensor} @{other})"
+    inputs = [t[:-2] if t.endswith(":0") else t for t in node.inputs]
+    return f"{node.name} = {node.op}({', '.join(inputs)})"
+
+
 def partition(nodes, placement: dict, feeds=(), keep=()) -> dict:
     """``keep``: names of nodes the step fetches or targets (never dropped by ``localize``)."""
     fed = set(feeds)

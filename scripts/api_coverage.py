@@ -31,6 +31,8 @@ _INTERNAL = {"cli", "client", "framework", "kernels", "ops", "partition", "place
 _NESTED = {"cluster_resolver", "rnn_cell", "experimental", "queue_runner", "layers", "gfile",
            "rnn"}
 _NESTED.add("inputs")  # tf.estimator.inputs
+_NESTED |= {"export", "builder", "loader", "signature_constants", "signature_def_utils",
+            "tag_constants", "utils"}  # tf.estimator.export, tf.saved_model.builder, ...
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 

@@ -26,5 +26,5 @@ def jobs_and_task_names(ctx, incomplete: str) -> list:
         return []
     names = []
     for job in sorted(cfg.jobs):
-        names += [job] + [t.name for t in cfg.tasks() if t.job == job]
+        names += [job] + [t.name for t in cfg.all_tasks() if t.job == job]  # evaluator too
     return [n for n in names if n.startswith(incomplete)]

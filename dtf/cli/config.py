@@ -27,6 +27,9 @@ _MODES = ("curve", "plain")
 ENV_KEYS = "DTF_CLUSTER_KEYS"  # as dtf.wire.security.ENV_KEYS (not imported: it loads zmq)
 _JOB_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0"}
+# tf.estimator's evaluator: a task outside the training cluster (TF_CONFIG's cluster leaves it
+# out and it serves nothing), run by `dtf run --estimator` but never started by `dtf up`.
+EVALUATOR_JOB = "evaluator"
 _EXAMPLE = '[jobs]\nps = ["127.0.0.1:2222"]\nworker = ["127.0.0.1:2223", "127.0.0.1:2224"]'
 
 
@@ -109,6 +112,11 @@ class ClusterConfig:
         return self.security.keys or Path(self.state_dir) / "cluster.key"
 
     def tasks(self) -> list:
+        """The tasks that serve (every job but the evaluator)."""
+        return [t for t in self.all_tasks() if t.job != EVALUATOR_JOB]
+
+    def all_tasks(self) -> list:
+        """The serving tasks and the evaluator, which `dtf run` also runs scripts on."""
         return [Task(job, i, a) for job in sorted(self.jobs) for i, a in enumerate(self.jobs[job])]
 
     def task(self, spec: str) -> Task:
@@ -123,7 +131,7 @@ class ClusterConfig:
         if not index.isdigit() or int(index) >= len(self.jobs[job]):
             raise TaskNameError(f"no task {spec!r} in {self.path.name}: job {job!r} has tasks "
                                 f"0..{len(self.jobs[job]) - 1} "
-                                f"({', '.join(t.name for t in self.tasks() if t.job == job)})")
+                                f"({', '.join(t.name for t in self.all_tasks() if t.job == job)})")
         return Task(job, int(index), self.jobs[job][int(index)])
 
     def task_names(self) -> str:
@@ -139,7 +147,8 @@ class ClusterConfig:
 
     def cluster_dict(self) -> dict:
         """{job: [address, ...]}: what ClusterSpec and TF_CONFIG take."""
-        return {job: list(addresses) for job, addresses in self.jobs.items()}
+        return {job: list(addresses) for job, addresses in self.jobs.items()
+                if job != EVALUATOR_JOB}
 
     def ssh_for(self, host: str) -> SshSettings:
         merged = {**self.ssh_defaults, **self.ssh_hosts.get(host, {})}
@@ -290,6 +299,9 @@ def _parse_jobs(path, text, jobs) -> dict:
                                   f"{job}:{index}); every task needs its own host:port",
                                   _line_of(text, address))
             seen[key] = f"{job}:{index}"
+        if job == EVALUATOR_JOB and len(addresses) > 1:
+            raise ConfigError(path, f"job {job!r} has {len(addresses)} tasks; tf.estimator "
+                              "takes at most one evaluator", line)
         out[job] = list(addresses)
     return out
 

@@ -96,6 +96,7 @@ class Progress:
         self.global_step = None
         self.last_step = None
         self.checkpoint = None
+        self.evaluation = None  # (task, global step, {metric: value}) of the latest eval
         self._global_rate = _Rate()
         self._rates = {name: _Rate() for name in self.replicas}
         self._local = {}
@@ -122,6 +123,15 @@ class Progress:
             if _number(local) and (task in self._rates or len(self._rates) < 1024):
                 self._local[task] = local
                 self._rates.setdefault(task, _Rate()).add(t, local)
+        elif kind == "trace":
+            path = str(message.get("path"))[:1000]
+            return [f"[trace] {task} traced global step {step} into {path}"]
+        elif kind == "eval":
+            metrics = message.get("metrics")
+            metrics = {str(k)[:60]: v for k, v in metrics.items() if _number(v)} if isinstance(
+                metrics, dict) else {}
+            self.evaluation = (task, step, metrics)
+            return [f"[eval] {task} at global step {step}: {format_metrics(metrics)}"]
         elif kind == "checkpoint":
             path = str(message.get("path"))[:1000]
             self.checkpoint = (task, path, step)
@@ -153,6 +163,10 @@ class Progress:
             rest = f" (global step {step}, by {task})"
             room = width - len("last checkpoint: ") - len(rest)
             caption = f"last checkpoint: {ellipsize_middle(str(path), room)}{rest}"
+        if self.evaluation:
+            task, step, metrics = self.evaluation
+            line = f"last eval (global step {step}): {format_metrics(metrics)}"
+            caption = (caption + "\n" if caption else "") + line[:max(width, 20)]
         table = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
                       min_width=min(width, max(len(title), len(caption or ""))))
         for column in ("replica", "state", "step", "steps/s"):
@@ -172,6 +186,12 @@ class Progress:
             return None
         self._last_plain = (now, self.global_step)
         return f"[progress] global step {self._step_text()}, {self._rate_text(self._global_rate)} steps/s"
+
+
+def format_metrics(metrics: dict) -> str:
+    """'accuracy 0.912, loss 0.231': the eval metrics, loss first, the rest by name."""
+    keys = sorted(metrics, key=lambda k: (k != "loss", k))
+    return ", ".join(f"{k} {metrics[k]:.4g}" for k in keys) or "(no metrics)"
 
 
 def ellipsize_middle(text: str, width: int) -> str:

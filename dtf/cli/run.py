@@ -1,5 +1,7 @@
-"""``dtf run SCRIPT [ARGS...] [--on JOB|JOB:N]``: run a job script once per task of a job,
-each with TF_CONFIG naming its task, against the running cluster (started if it is not)."""
+"""``dtf run SCRIPT [ARGS...] [--on JOB|JOB:N | --estimator]``: run a job script once per task
+of a job, each with TF_CONFIG naming its task, against the running cluster (started if it is
+not). ``--estimator`` runs it once per chief, worker and evaluator task, the roles
+``tf.estimator.train_and_evaluate`` gives them; the ps tasks are the cluster's servers."""
 from __future__ import annotations
 
 import json
@@ -19,6 +21,11 @@ from rich.text import Text
 from dtf.cli import complete
 from dtf.cli.console import ConfigOption, console, fail, load_config
 
+# Read by dtf.train.progress_hooks in the replicas (the names are repeated, not imported:
+# importing dtf.train would slow every dtf command down).
+TRACE_STEP_ENV = "DTF_TRACE_STEP"
+TRACE_OUT_ENV = "DTF_TRACE_OUT"
+
 
 def run(script: str = typer.Argument(..., help="The job script (a Python file)."),
         args: Optional[List[str]] = typer.Argument(None, help="Arguments for the script."),
@@ -28,26 +35,70 @@ def run(script: str = typer.Argument(..., help="The job script (a Python file)."
         config: ConfigOption = None,
         timeout: float = typer.Option(30.0, help="Seconds to wait for the cluster to come up."),
         keep_going: bool = typer.Option(False, "--keep-going",
-                                        help="When a replica fails, let the others go on.")):
+                                        help="When a replica fails, let the others go on."),
+        trace: Optional[int] = typer.Option(None, "--trace", metavar="STEP", min=1,
+                                            help="Write the Chrome trace of global step STEP "
+                                                 "(chrome://tracing, Perfetto)."),
+        trace_out: Optional[str] = typer.Option(None, "--trace-out", metavar="FILE",
+                                                help="Where --trace writes [default: "
+                                                     "trace-step-STEP.json]."),
+        estimator: bool = typer.Option(False, "--estimator",
+                                       help="Run once per chief, worker and evaluator task "
+                                            "(tf.estimator.train_and_evaluate's roles).")):
     """Run a script once per task of a job (between-graph replication)."""
     from dtf.cli import keys, probe
     from dtf.cli.up import bring_up
 
     cfg = load_config(config)
-    targets = _targets(cfg, on)
+    targets = _estimator_targets(cfg) if estimator else _targets(cfg, on)
     if not os.path.isfile(script):
         fail(f"no such script: {script}", 2)
+    extra_env = _trace_env(trace, trace_out)
     key_file = keys.prepare_launch(cfg)  # the replicas inherit DTF_CLUSTER_KEYS from here
     tasks = cfg.tasks()
     if len(probe.up_tasks(tasks)) < len(tasks):
         console.print(f"cluster {cfg.path} is not up: starting it (dtf up)")
         bring_up(cfg, timeout, key_file)
-    failed, stopped = _run_replicas(cfg, targets, [sys.executable, script, *(args or [])], keep_going)
+    failed, stopped = _run_replicas(cfg, targets, [sys.executable, script, *(args or [])], keep_going,
+                                    extra_env)
+    if trace is not None:
+        _say_trace(trace, extra_env[TRACE_OUT_ENV])
     if failed:
         also = (f"; stopped {', '.join(stopped)} (--keep-going lets the others finish)"
                 if stopped else "")
         fail("replica " + ", ".join(f"{name} failed (exit code {code})" for name, code in failed) + also)
     console.print(f"{len(targets)} replica(s) of {script} finished")
+
+
+def _trace_env(step, out) -> dict:
+    """The replicas' environment for ``--trace STEP``: their TraceStepHook (added by
+    MonitoredTrainingSession, as the progress hooks are) traces that global step into the
+    file. An old file there is removed first: a replica's trace never replaces a file, so
+    that of several replicas reaching the step only the first one's lands."""
+    from rich.markup import escape
+
+    if step is None:
+        if out is not None:
+            fail("--trace-out needs --trace STEP", 2)
+        return {}
+    path = os.path.abspath(out or f"trace-step-{step}.json")
+    if not os.path.isdir(os.path.dirname(path)):
+        fail(f"--trace-out {escape(path)}: no such folder", 2)
+    if os.path.isdir(path):
+        fail(f"--trace-out {escape(path)} is a folder; name a file", 2)
+    if os.path.lexists(path):
+        os.unlink(path)
+    return {TRACE_STEP_ENV: str(step), TRACE_OUT_ENV: path}
+
+
+def _say_trace(step, path):
+    if os.path.exists(path):
+        console.print(f"trace of global step {step} written to {path} (open it in chrome://tracing "
+                      "or ui.perfetto.dev)", highlight=False, markup=False)
+    else:
+        console.print(f"warning: no replica traced global step {step}: the job ended before it, or "
+                      "its replicas do not train in a MonitoredTrainingSession (which adds the "
+                      "tracing hook)", style="yellow", highlight=False, markup=False)
 
 
 def _targets(cfg, on: str) -> list:
@@ -57,19 +108,34 @@ def _targets(cfg, on: str) -> list:
 
     job = on.partition(":")[0]
     if job in cfg.jobs and ":" not in on:
-        return [t for t in cfg.tasks() if t.job == job]
+        return [t for t in cfg.all_tasks() if t.job == job]
     try:
         return [cfg.task(on)]
     except TaskNameError as e:
         fail(f"--on {escape(on)}: {escape(str(e))}", 2)
 
 
+_ESTIMATOR_ROLES = ("chief", "worker", "evaluator")
+# Tells train_and_evaluate that this task's server is already up (`dtf up` started it), so
+# it uses that one instead of binding the same port itself.
+SERVERS_UP_ENV = "DTF_SERVERS_UP"
+
+
+def _estimator_targets(cfg) -> list:
+    jobs = set(cfg.jobs)
+    if "chief" not in jobs:
+        fail(f"--estimator: {cfg.path} has no chief job; tf.estimator's cluster needs one "
+             "(chief = [\"host:port\"]), plus ps, workers and an optional evaluator", 2)
+    return [t for t in cfg.all_tasks() if t.job in _ESTIMATOR_ROLES]
+
+
 def _tf_config(cfg, task) -> str:
+    # The evaluator is outside the training cluster: cluster_dict() leaves it out, as TF does.
     return json.dumps({"cluster": cfg.cluster_dict(), "task": {"type": task.job, "index": task.index},
                        "rpc_layer": "grpc"})
 
 
-def _run_replicas(cfg, targets, command, keep_going=False):
+def _run_replicas(cfg, targets, command, keep_going=False, extra_env=None):
     """Runs one process per target; returns ([(name, exit code)] of the failed ones, [names
     of the replicas stopped because another failed])."""
     from dtf.cli.live import Collector, Progress
@@ -80,7 +146,8 @@ def _run_replicas(cfg, targets, command, keep_going=False):
     try:
         for task in targets:
             env = {**os.environ, **cfg.env, "TF_CONFIG": _tf_config(cfg, task),
-                   **collector.env(), "PYTHONUNBUFFERED": "1"}
+                   **collector.env(), **(extra_env or {}), "PYTHONUNBUFFERED": "1",
+                   SERVERS_UP_ENV: "1"}
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, env=env)
             procs[task.name] = proc

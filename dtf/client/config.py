@@ -79,10 +79,64 @@ class RunOptions(_Message):
                "output_partition_graphs": False, "report_tensor_allocations_upon_oom": False}
 
 
+class AllocatorMemoryUsed(_Message):
+    _fields = {"allocator_name": "", "total_bytes": 0, "peak_bytes": 0, "live_bytes": 0,
+               "allocator_bytes_in_use": 0}
+
+
+class TensorShapeDim(_Message):
+    _fields = {"size": 0, "name": ""}
+
+
+class TensorShape(_Message):
+    _fields = {"dim": list, "unknown_rank": False}
+
+
+class AllocationDescription(_Message):
+    _fields = {"requested_bytes": 0, "allocated_bytes": 0, "allocator_name": ""}
+
+
+class TensorDescription(_Message):
+    _fields = {"dtype": 0, "shape": TensorShape, "allocation_description": AllocationDescription}
+
+
+class NodeOutput(_Message):
+    _fields = {"slot": 0, "tensor_description": TensorDescription}
+
+
 class NodeExecStats(_Message):
+    """A node's run in a traced step. ``output`` and ``memory`` describe its outputs (the
+    bytes of each, and their sum as the node's allocation: what TensorBoard's graph shows
+    as its memory); ``output_shapes`` is dtf's shorthand for their shapes."""
     _fields = {"node_name": "", "all_start_micros": 0, "op_start_rel_micros": 0,
                "op_end_rel_micros": 0, "all_end_rel_micros": 0, "timeline_label": "",
-               "output_shapes": list}
+               "memory": list, "output": list, "output_shapes": list}
+
+
+def describe_outputs(shapes, dtype_names, allocator="cpu"):
+    """(output, memory) of NodeExecStats for outputs of ``shapes`` and dtypes (names;
+    strings and resources have no fixed size and count no bytes)."""
+    from dtf.framework import dtypes
+    from dtf.framework.graph_pb import datatype_enum
+
+    outputs, total = [], 0
+    for slot, (shape, name) in enumerate(zip(shapes, dtype_names or ())):
+        try:
+            dtype = dtypes.as_dtype(name).base_dtype
+        except TypeError:  # a variable's handle: no tensor of its own
+            continue
+        n = 1
+        for d in shape:
+            n *= int(d)
+        size = n * dtype.size
+        total += size
+        outputs.append(NodeOutput(slot=slot, tensor_description=TensorDescription(
+            dtype=datatype_enum(dtype), shape=TensorShape(dim=[TensorShapeDim(size=int(d)) for d in shape]),
+            allocation_description=AllocationDescription(requested_bytes=size, allocated_bytes=size,
+                                                         allocator_name=allocator))))
+    memory = [AllocatorMemoryUsed(allocator_name=allocator, total_bytes=total, peak_bytes=total)] \
+        if outputs else []
+    return outputs, memory
 
 
 class DeviceStepStats(_Message):

@@ -16,7 +16,7 @@ from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.framework.graph_walk import needed_nodes
-from .config import DeviceStepStats, NodeExecStats, RunOptions
+from .config import DeviceStepStats, NodeExecStats, RunOptions, describe_outputs
 from .remote import RemoteBackend
 
 LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -40,6 +40,22 @@ class LocalBackend:
         except KeyError:
             raise KeyError(name) from None
         return node_def_of(op)
+
+    def _node_stats(self, stat) -> NodeExecStats:
+        """A node's stats with TF's "name = Op(inputs)" label (a timeline draws dataflow
+        arrows from it) and its outputs' sizes."""
+        from dtf.partition import timeline_label
+
+        try:
+            node = self._lookup(stat.node_name)
+            label, dtype_names = timeline_label(node), [d.name for d in node.output_dtypes]
+        except KeyError:  # a node the executor made (a fused group)
+            label, dtype_names = f"{stat.node_name} = {stat.op}()", None
+        output, memory = describe_outputs(stat.output_shapes, dtype_names)
+        return NodeExecStats(node_name=stat.node_name, all_start_micros=stat.all_start_micros,
+                             op_end_rel_micros=stat.op_end_rel_micros,
+                             all_end_rel_micros=stat.op_end_rel_micros, timeline_label=label,
+                             output_shapes=stat.output_shapes, output=output, memory=memory)
 
     def _pins_gpu(self, fetches, feeds, targets) -> bool:
         key = (fetches, feeds, targets)
@@ -88,12 +104,7 @@ class LocalBackend:
             return plan.run(ctx, feed_values)
         stats = []
         out = plan.run(ctx, feed_values, stats)
-        dev = DeviceStepStats(device=LOCAL_DEVICE, node_stats=[
-            NodeExecStats(node_name=s.node_name, all_start_micros=s.all_start_micros,
-                          op_start_rel_micros=0, op_end_rel_micros=s.op_end_rel_micros,
-                          all_end_rel_micros=s.op_end_rel_micros,
-                          timeline_label=f"{s.node_name} = {s.op}()", output_shapes=s.output_shapes)
-            for s in stats])
+        dev = DeviceStepStats(device=LOCAL_DEVICE, node_stats=[self._node_stats(s) for s in stats])
         run_metadata.step_stats.dev_stats.append(dev)
         return out
 

@@ -18,7 +18,7 @@ from dtf.runtime import master as _master
 from dtf.runtime.liveness import SilentPeer
 from dtf.wire import inprocess, transport
 from . import cluster_keys
-from .config import DeviceStepStats, NodeExecStats, RunOptions
+from .config import DeviceStepStats, NodeExecStats, RunOptions, describe_outputs
 
 log = logging.getLogger("dtf")
 
@@ -223,10 +223,7 @@ class RemoteBackend:
         if trace:
             for dev in reply.get("stats", []):
                 run_metadata.step_stats.dev_stats.append(DeviceStepStats(device=dev["device"], node_stats=[
-                    NodeExecStats(node_name=s["node"], all_start_micros=s["start_us"],
-                                  op_end_rel_micros=s["dur_us"], all_end_rel_micros=s["dur_us"],
-                                  timeline_label=f"{s['node']} = {s['op']}()", output_shapes=s["shapes"])
-                    for s in dev["nodes"]]))
+                    _node_stats(s) for s in dev["nodes"]]))
         return reply["outputs"]
 
     def list_devices(self):
@@ -243,6 +240,16 @@ class RemoteBackend:
                 pass
             self._session = None
         self._channel.close()
+
+
+def _node_stats(s) -> NodeExecStats:
+    """One node of a traced step as the master reported it (its label and output dtypes
+    come from the partition the master registered)."""
+    output, memory = describe_outputs(s["shapes"], s.get("dtypes"))
+    return NodeExecStats(node_name=s["node"], all_start_micros=s["start_us"], op_end_rel_micros=s["dur_us"],
+                         all_end_rel_micros=s["dur_us"],
+                         timeline_label=s.get("label") or f"{s['node']} = {s['op']}()",
+                         output_shapes=s["shapes"], output=output, memory=memory)
 
 
 def reset(target, containers=None, config=None):

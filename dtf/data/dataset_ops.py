@@ -52,6 +52,35 @@ class Component:
     def __iter__(self):
         return iter((self.dtype, self.shape))
 
+    def argument(self, placeholder):
+        """What a traced function receives for this leaf: the placeholder itself."""
+        return placeholder
+
+
+class WindowComponent(Component):
+    """A leaf of a window dataset's element: a nested dataset of ``element`` (a Component
+    of the input), which flat_map and interleave functions receive as a Dataset."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, element):
+        super().__init__(_dtypes.dataset_window, [])
+        self.element = element
+
+    def argument(self, placeholder):
+        return Dataset("window_part", self.element, tensors={"w": placeholder})
+
+
+def _nested(dataset) -> bool:
+    return any(isinstance(c, WindowComponent) for c in nest.flatten(dataset._element))
+
+
+def _refuse_nested(dataset, what):
+    if _nested(dataset):
+        raise TypeError(f"{what} of a dataset of datasets (from Dataset.window) is not supported "
+                        "by dtf: consume the windows with flat_map or interleave, e.g. "
+                        "`.flat_map(lambda w: w.batch(size))`")
+
 
 def element_of(output_types, output_shapes=None):
     """The element structure (of Components) that output_types and output_shapes describe."""
@@ -228,11 +257,14 @@ class Dataset:
                        inputs=(self, dataset))
 
     def _trace(self, fn, name, **kw):
+        if not kw.get("returns_dataset"):
+            _refuse_nested(self, f"Dataset.{name}")
         return _function.trace(fn, self._components(), self._element, name, **kw)
 
     def map(self, map_func, num_parallel_calls=None):
         """Applies ``map_func`` to each element. The function is traced into a graph once;
-        ``num_parallel_calls`` is accepted (elements keep their order either way)."""
+        with ``num_parallel_calls`` it runs on that many elements at once (threads: its
+        kernels release the GIL in numpy and Numba), and elements keep their order."""
         fn = self._trace(map_func, "map")
         element = nest.map_structure(lambda t: Component(t.dtype, t.shape), fn.output_structure)
         return Dataset("map", element, inputs=(self,), functions={"f": fn},
@@ -263,6 +295,7 @@ class Dataset:
     def batch(self, batch_size, drop_remainder=False):
         """Stacks ``batch_size`` consecutive elements (the last batch may be smaller unless
         ``drop_remainder``)."""
+        _refuse_nested(self, "Dataset.batch")
         lead = _static_int(batch_size) if drop_remainder else None
         element = nest.map_structure(
             lambda c: Component(c.dtype, TensorShape([lead]).concatenate(c.shape)), self._element)
@@ -273,6 +306,7 @@ class Dataset:
     def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False):
         """Batches elements, padding each component to ``padded_shapes`` (None or -1: the
         longest in the batch) with ``padding_values`` (0 or b'' by default)."""
+        _refuse_nested(self, "Dataset.padded_batch")
         comps = nest.flatten(self._element)
         shapes = nest.flatten(_shape_structure(padded_shapes))
         if len(shapes) != len(comps):
@@ -299,10 +333,27 @@ class Dataset:
 
     def unbatch(self):
         """Splits each element along its first dimension into separate elements."""
+        _refuse_nested(self, "Dataset.unbatch")
         element = nest.map_structure(
             lambda c: Component(c.dtype, unknown_shape() if c.shape.ndims is None
                                 else TensorShape(c.shape.as_tuple_or_none()[1:])), self._element)
         return Dataset("unbatch", element, inputs=(self,))
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False):
+        """A dataset of windows: each element has this dataset's structure with a nested
+        Dataset at every component, holding ``size`` elements taken every ``stride``-th
+        from a start that moves by ``shift`` (default ``size``). The last windows may be
+        smaller unless ``drop_remainder``. Consume them with flat_map or interleave."""
+        _refuse_nested(self, "Dataset.window")
+        shift = size if shift is None else shift
+        for name, value in (("size", size), ("shift", shift), ("stride", stride)):
+            n = _static_int(value)
+            if n is not None and n <= 0:
+                raise ValueError(f"Window {name} must be greater than zero, but got {n}.")
+        element = nest.map_structure(WindowComponent, self._element)
+        return Dataset("window", element, inputs=(self,), tensors={
+            "size": _int64(size, "size"), "shift": _int64(shift, "shift"),
+            "stride": _int64(stride, "stride")}, attrs={"drop_remainder": bool(drop_remainder)})
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
         """Shuffles through a buffer of ``buffer_size`` elements. dtf's order for a seed is

@@ -94,7 +94,9 @@ def trace(fn, components, element_structure, name, returns_dataset=False):
     graph = FuncGraph(outer, name)
     with graph.as_default():
         phs = [graph.placeholder(dt, shape, f"arg{i}") for i, (dt, shape) in enumerate(components)]
-        args = nest.pack_sequence_as(element_structure, phs)
+        # A leaf may stand for something else than a tensor (a window's nested dataset).
+        args = nest.pack_sequence_as(element_structure, [
+            leaf.argument(ph) for leaf, ph in zip(nest.flatten(element_structure), phs)])
         result = fn(*args) if type(args) is tuple else fn(args)
         if returns_dataset:
             from .dataset_ops import Dataset

@@ -15,7 +15,7 @@ from dtf.framework.graph_def import node_def_of
 from dtf.framework.op_registry import NotDifferentiable, register_op, get_op_def
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import structure as nest
-from .dataset_ops import Captures, Dataset, element_of
+from .dataset_ops import Captures, Dataset, _refuse_nested, element_of
 
 _SCALAR = TensorShape([])
 
@@ -85,6 +85,7 @@ class Iterator:
 
     def make_initializer(self, dataset, name=None):
         """An op that (re)starts this iterator on ``dataset``, whose structure must match."""
+        _refuse_nested(dataset, "An iterator")
         nest.assert_same_structure(self._element, dataset._element, "iterator and dataset structures")
         for mine, theirs in zip(nest.flatten(self._element), nest.flatten(dataset._element)):
             if mine.dtype != theirs.dtype:
@@ -124,6 +125,7 @@ def make_one_shot_iterator(dataset):
     stateful resources (variables, queues, tables)."""
     if not isinstance(dataset, Dataset):
         raise TypeError(f"make_one_shot_iterator expects a Dataset, got {type(dataset).__name__}")
+    _refuse_nested(dataset, "An iterator")
     captures = Captures()
     spec = dataset._spec(captures)
     capture_fn = {"nodes": _subgraph(captures.tensors), "inputs": [], "capture_inputs": [],

@@ -7,6 +7,7 @@ flat component). Iterating again starts over, which is what ``repeat`` does.
 """
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 
@@ -168,11 +169,40 @@ class Map:
         self.input = b.input(spec)
         self.fn = b.function(spec)
         self.env = b.env
+        self.parallel = int(spec.get("parallel", 1))
 
     def __iter__(self):
         fn, env = self.fn, self.env
+        if self.parallel > 1:
+            yield from self._parallel()
+            return
         for el in self.input:
             yield tuple(fn(env, el))
+
+    def _parallel(self):
+        """num_parallel_calls: up to ``parallel`` elements are mapped at once on a pool of
+        threads (each with its own step context), and come out in input order, as TF 1.x
+        gives them. Threads help because the kernels a map runs (numpy, Numba, decoding)
+        release the GIL; an error comes out at its element's place."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from dtf.runtime.executor import ignore_float_errors_on_this_thread
+
+        fn, env, n = self.fn, self.env, self.parallel
+        pending = collections.deque()
+        pool = ThreadPoolExecutor(n, thread_name_prefix="dtf-map",
+                                  initializer=ignore_float_errors_on_this_thread)
+        try:
+            for el in self.input:
+                pending.append(pool.submit(fn, env, el))
+                if len(pending) >= n:
+                    yield tuple(pending.popleft().result())
+            while pending:
+                yield tuple(pending.popleft().result())
+        finally:
+            for f in pending:
+                f.cancel()
+            pool.shutdown(wait=True)
 
 
 @stage("filter")

@@ -337,6 +337,27 @@ class Estimator:
                             yield {key: value[i] for key, value in values.items()}
 
 
+    # ---- export ----
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
+                           as_text=False, checkpoint_path=None, experimental_mode="infer"):
+        """Writes the PREDICT graph on ``serving_input_receiver_fn``'s features and the
+        latest checkpoint as a SavedModel in ``export_dir_base/<timestamp>``; returns that
+        directory (bytes, as TF)."""
+        from dtf.estimator.export import export_saved_model
+        if experimental_mode != ModeKeys.PREDICT:
+            raise ValueError("export_saved_model: dtf exports the PREDICT mode only")
+        return export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                                  assets_extra, as_text, checkpoint_path)
+
+    def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
+                          as_text=False, checkpoint_path=None, strip_default_attrs=False):
+        """TF 1.x's name of export_saved_model."""
+        if strip_default_attrs:
+            raise ValueError("export_savedmodel: strip_default_attrs is not supported by dtf")
+        return self.export_saved_model(export_dir_base, serving_input_receiver_fn,
+                                       assets_extra, as_text, checkpoint_path)
+
+
 def _has_dataset_or_queue_runner(graph):
     """Whether the input can run out (else predict yields forever, as in TF)."""
     return bool(graph.get_collection(_ops.GraphKeys.QUEUE_RUNNERS)) or any(

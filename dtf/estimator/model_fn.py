@@ -128,13 +128,12 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
     def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
                 export_outputs=None, training_chief_hooks=None, training_hooks=None,
                 scaffold=None, evaluation_hooks=None, prediction_hooks=None):
-        if export_outputs is not None:
-            raise NotImplementedError("EstimatorSpec: export_outputs is not supported by dtf "
-                                      "(no SavedModel export yet); leave it None")
+        from dtf.estimator.export_output import validate_export_outputs
         return super().__new__(
             cls, mode=mode, predictions=_validate_predictions(predictions, mode),
             loss=_validate_loss(loss, mode), train_op=_validate_train_op(train_op, mode),
-            eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops), export_outputs=None,
+            eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops),
+            export_outputs=validate_export_outputs(export_outputs),
             training_chief_hooks=validate_hooks(training_chief_hooks),
             training_hooks=validate_hooks(training_hooks), scaffold=_validate_scaffold(scaffold),
             evaluation_hooks=validate_hooks(evaluation_hooks),

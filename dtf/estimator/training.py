@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import time
 
 from dtf.estimator.model_fn import validate_hooks
@@ -20,6 +21,7 @@ log = logging.getLogger("dtf")
 _DELAY_SECS_PER_WORKER = 5  # TF: worker k starts (k+1) * 5 s after the chief...
 _MAX_DELAY_SECS = 60  # ...but never more than a minute late
 _TRAINER_JOBS = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER)
+_SERVERS_UP_ENV = "DTF_SERVERS_UP"  # set by `dtf run` (dtf/cli/run.py): the servers are up
 
 
 def _validate_input_fn(input_fn):
@@ -53,16 +55,35 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"`name` must be string, given: {name}")
-        if exporters:
-            raise NotImplementedError("EvalSpec: exporters are not supported by dtf (no "
-                                      "SavedModel export yet)")
+        exporters = _validate_exporters(exporters)
         if start_delay_secs < 0:
             raise ValueError(f"Must specify start_delay_secs >= 0, given: {start_delay_secs}")
         if throttle_secs < 0:
             raise ValueError(f"Must specify throttle_secs >= 0, given: {throttle_secs}")
         return super().__new__(cls, input_fn=input_fn, steps=steps, name=name,
-                               hooks=_validate_hooks(hooks), exporters=(),
+                               hooks=_validate_hooks(hooks), exporters=exporters,
                                start_delay_secs=start_delay_secs, throttle_secs=throttle_secs)
+
+
+def _validate_exporters(exporters):
+    from dtf.estimator.exporter import Exporter
+
+    if exporters is None:
+        return ()
+    if not isinstance(exporters, (list, tuple)):
+        exporters = [exporters]
+    names = []
+    for exporter in exporters:
+        if not isinstance(exporter, Exporter):
+            raise TypeError(f"`exporters` must be an Exporter, given {exporter}")
+        if not exporter.name:
+            raise ValueError(f"An Exporter cannot have a name that is `None` or empty. All "
+                             f"exporter names: {[e.name for e in exporters]}")
+        if exporter.name in names:
+            raise ValueError(f"`exporters` must have unique names. Such a name cannot be "
+                             f"`None`. {[e.name for e in exporters]} given.")
+        names.append(exporter.name)
+    return tuple(exporters)
 
 
 def train_and_evaluate(estimator, train_spec, eval_spec):
@@ -87,12 +108,15 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
 
 
 class _Evaluator:
-    """Evaluates the latest checkpoint, once per new checkpoint."""
+    """Evaluates the latest checkpoint, once per new checkpoint, then runs the exporters
+    (their results in ``export_results``)."""
 
-    def __init__(self, estimator, eval_spec):
+    def __init__(self, estimator, eval_spec, max_training_steps=None):
         self._estimator = estimator
         self._eval_spec = eval_spec
+        self._max_training_steps = max_training_steps
         self._previous_ckpt_path = None
+        self.export_results = []
 
     def evaluate(self):
         """The metrics of the latest checkpoint, or None if there is no new one."""
@@ -108,8 +132,19 @@ class _Evaluator:
         metrics = self._estimator.evaluate(
             input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
             name=self._eval_spec.name, checkpoint_path=latest, hooks=self._eval_spec.hooks)
+        final = bool(self._max_training_steps) and \
+            metrics["global_step"] >= self._max_training_steps
+        self.export_results = self._export(metrics, latest, final)
         self._previous_ckpt_path = latest
         return metrics
+
+    def _export(self, metrics, checkpoint_path, is_the_final_export):
+        base = os.path.join(self._estimator.model_dir, "export")
+        return [exporter.export(estimator=self._estimator,
+                                export_path=os.path.join(base, exporter.name),
+                                checkpoint_path=checkpoint_path, eval_result=metrics,
+                                is_the_final_export=is_the_final_export)
+                for exporter in self._eval_spec.exporters]
 
 
 class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
@@ -183,17 +218,23 @@ class _TrainingExecutor:
                  "checkpoint. Checkpoint frequency is determined based on RunConfig arguments: "
                  "save_checkpoints_steps %s or save_checkpoints_secs %s.",
                  config.save_checkpoints_steps, config.save_checkpoints_secs)
-        listener = _NewCheckpointListenerForEvaluate(_Evaluator(self._estimator, self._eval_spec),
-                                                     self._eval_spec.throttle_secs)
+        evaluator = _Evaluator(self._estimator, self._eval_spec, self._train_spec.max_steps)
+        listener = _NewCheckpointListenerForEvaluate(evaluator, self._eval_spec.throttle_secs)
         self._estimator.train(input_fn=self._train_spec.input_fn,
                               max_steps=self._train_spec.max_steps,
                               hooks=list(self._train_spec.hooks), saving_listeners=[listener])
-        return listener.eval_result, []
+        return listener.eval_result, evaluator.export_results
 
     def _start_std_server(self, config):
         from dtf.client.config import ConfigProto
         from dtf.train.server import Server
 
+        if os.environ.get(_SERVERS_UP_ENV) == "1":
+            # Under `dtf run` the cluster's servers are up already (`dtf up`): this task's
+            # session talks to its own, which holds the port TF would bind here.
+            log.info("Using the running server of %s:%s (%s is set).", config.task_type,
+                     config.task_id, _SERVERS_UP_ENV)
+            return None
         if not config.cluster_spec or not config.task_type or config.task_id is None:
             raise RuntimeError("Could not start server; be sure to specify cluster_spec, "
                                "task_type, and task in RunConfig or set the TF_CONFIG "
@@ -231,14 +272,16 @@ class _TrainingExecutor:
 
     def run_ps(self):
         server = self._start_std_server(self._estimator.config)
+        if server is None:   # the cluster's own ps server serves (DTF_SERVERS_UP)
+            return
         server.join()
 
     def run_evaluator(self):
         if self._eval_spec.start_delay_secs:
             log.info("Waiting %f secs before starting eval.", self._eval_spec.start_delay_secs)
             time.sleep(self._eval_spec.start_delay_secs)
-        evaluator = _Evaluator(self._estimator, self._eval_spec)
         max_steps = self._train_spec.max_steps
+        evaluator = _Evaluator(self._estimator, self._eval_spec, max_steps)
         metrics = None
         while True:
             if metrics is not None and max_steps and metrics["global_step"] >= max_steps:

@@ -221,6 +221,21 @@ def evaluate_with_spec(estimator, spec, hooks, steps, checkpoint_path, output_di
             sess.run(evals_completed)
     results = final_ops_hook.final_ops_values
     _write_dict_to_summary(output_dir, results, results["global_step"])
+    _report_eval(results)
     if checkpoint_path:
         _write_checkpoint_path_to_summary(output_dir, checkpoint_path, results["global_step"])
     return results
+
+
+def _report_eval(results):
+    """Sends the scalar metrics to `dtf run`'s live view (a no-op outside `dtf run`)."""
+    import numpy as np
+
+    from dtf import progress
+
+    metrics = {}
+    for key, value in results.items():
+        arr = np.asarray(value)
+        if key != "global_step" and arr.size == 1 and arr.dtype.kind in "biuf":
+            metrics[key] = float(arr)
+    progress.report("eval", global_step=int(results["global_step"]), metrics=metrics)

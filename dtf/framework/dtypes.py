@@ -100,6 +100,10 @@ _BY_NAME.update({"half": float16, "float": float32, "double": float64})
 # fetched or sent, so it is not among ALL, and not TF's "variant" (no name a program uses).
 control_flow_record = DType("control_flow_record", np.object_)
 _BY_NAME["control_flow_record"] = control_flow_record
+# What a dataset of datasets (Dataset.window) passes to a flat_map/interleave function: one
+# window's values, read only by the nested dataset built on it.
+dataset_window = DType("dataset_window", np.object_)
+_BY_NAME["dataset_window"] = dataset_window
 _BY_NP = {np.dtype(d.as_numpy_dtype): d for d in ALL if d is not string}
 FLOATING = (float16, float32, float64)
 INTEGER = (int8, int16, int32, int64, uint8, uint16)

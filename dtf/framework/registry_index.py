@@ -62,8 +62,16 @@ OPS = _invert({
     'dtf.ops.data_flow_ops': (
         "AccumulatorApplyGradient AccumulatorNumAccumulated AccumulatorSetGlobalStep "
         "AccumulatorTakeGradient ConditionalAccumulator FIFOQueueV2 PaddingFIFOQueueV2 "
-        "QueueCloseV2 QueueDequeueManyV2 QueueDequeueUpToV2 QueueDequeueV2 QueueEnqueueManyV2 "
-        "QueueEnqueueV2 QueueSizeV2 RandomShuffleQueueV2 _AccumulatorWaitReady"
+        "PriorityQueueV2 QueueCloseV2 QueueDequeueManyV2 QueueDequeueUpToV2 QueueDequeueV2 "
+        "QueueEnqueueManyV2 QueueEnqueueV2 QueueSizeV2 RandomShuffleQueueV2 "
+        "_AccumulatorWaitReady"
+    ),
+    'dtf.ops.feature_ops': (
+        "AsString Bucketize SparseCross StringToHashBucketFast"
+    ),
+    'dtf.ops.image_ops': (
+        "DecodeImage DecodeJpeg DecodePng EncodeJpeg EncodePng ResizeBilinear "
+        "ResizeBilinearGrad ResizeNearestNeighbor ResizeNearestNeighborGrad"
     ),
     'dtf.ops.linalg_decomp_ops': (
         "Qr SelfAdjointEigV2 Svd"
@@ -140,6 +148,13 @@ OPS = _invert({
     'dtf.ops.sort_ops': (
         "Unique UniqueWithCounts"
     ),
+    'dtf.ops.sparse_accumulator_ops': (
+        "SparseAccumulatorApplyGradient SparseAccumulatorTakeGradient "
+        "SparseConditionalAccumulator"
+    ),
+    'dtf.ops.sparse_combine_ops': (
+        "SparseAdd SparseAddGrad SparseConcat SparseReshape SparseTensorDenseAdd"
+    ),
     'dtf.ops.sparse_math_ops': (
         "SparseReorder"
     ),
@@ -158,6 +173,10 @@ OPS = _invert({
     ),
     'dtf.ops.stitch_ops': (
         "ParallelDynamicStitch"
+    ),
+    'dtf.ops.string_ops': (
+        "ReduceJoin RegexReplace StringJoin StringLength StringSplit StringSplitV2 StringStrip "
+        "StringToNumber Substr"
     ),
     'dtf.ops.tensor_array_ops': (
         "TensorArrayNew TensorArrayRead TensorArrayReadGrad TensorArrayScatter "
@@ -199,6 +218,15 @@ REFERENCE = _invert({
         "Log1p LogicalAnd LogicalNot LogicalOr LogicalXor Maximum Minimum Mul Neg NotEqual Pow "
         "RealDiv Reciprocal Round Rsqrt Select SelectV2 Sigmoid Sign Sin Sinh Sqrt Square "
         "SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy"
+    ),
+    'dtf.kernels.reference.feature': (
+        "AsString Bucketize SparseCross StringToHashBucketFast"
+    ),
+    'dtf.kernels.reference.image': (
+        "ResizeBilinear ResizeBilinearGrad ResizeNearestNeighbor ResizeNearestNeighborGrad"
+    ),
+    'dtf.kernels.reference.image_codec': (
+        "DecodeImage DecodeJpeg DecodePng EncodeJpeg EncodePng"
     ),
     'dtf.kernels.reference.linalg': (
         "Cholesky Cross LogMatrixDeterminant MatrixDeterminant MatrixInverse MatrixSolve "
@@ -254,8 +282,15 @@ REFERENCE = _invert({
         "SparseApplyProximalAdagrad SparseApplyProximalGradientDescent SparseApplyRMSProp "
         "SparseReorder SparseToDense"
     ),
+    'dtf.kernels.reference.sparse_combine': (
+        "SparseAdd SparseAddGrad SparseConcat SparseReshape SparseTensorDenseAdd"
+    ),
     'dtf.kernels.reference.special': (
         "Digamma Erfc Lgamma MulNoNan Polygamma Rint Xlogy"
+    ),
+    'dtf.kernels.reference.strings': (
+        "ReduceJoin RegexReplace StringJoin StringLength StringSplit StringSplitV2 StringStrip "
+        "StringToNumber Substr"
     ),
     'dtf.kernels.reference.tensor_array': (
         "TensorArrayNew TensorArrayRead TensorArrayReadGrad TensorArrayScatter "
@@ -263,7 +298,7 @@ REFERENCE = _invert({
     ),
 })
 
-REFERENCE_MODULES = ('dtf.kernels.reference.array', 'dtf.kernels.reference.array_extra', 'dtf.kernels.reference.candidate_sampling', 'dtf.kernels.reference.conv_extra', 'dtf.kernels.reference.elementwise', 'dtf.kernels.reference.linalg', 'dtf.kernels.reference.linalg_decomp', 'dtf.kernels.reference.logging', 'dtf.kernels.reference.math', 'dtf.kernels.reference.matrix', 'dtf.kernels.reference.nn', 'dtf.kernels.reference.nn_extra', 'dtf.kernels.reference.parsing', 'dtf.kernels.reference.random', 'dtf.kernels.reference.scatter_nd', 'dtf.kernels.reference.segment', 'dtf.kernels.reference.sort', 'dtf.kernels.reference.sparse', 'dtf.kernels.reference.special', 'dtf.kernels.reference.tensor_array')
+REFERENCE_MODULES = ('dtf.kernels.reference.array', 'dtf.kernels.reference.array_extra', 'dtf.kernels.reference.candidate_sampling', 'dtf.kernels.reference.conv_extra', 'dtf.kernels.reference.elementwise', 'dtf.kernels.reference.feature', 'dtf.kernels.reference.image', 'dtf.kernels.reference.image_codec', 'dtf.kernels.reference.linalg', 'dtf.kernels.reference.linalg_decomp', 'dtf.kernels.reference.logging', 'dtf.kernels.reference.math', 'dtf.kernels.reference.matrix', 'dtf.kernels.reference.nn', 'dtf.kernels.reference.nn_extra', 'dtf.kernels.reference.parsing', 'dtf.kernels.reference.random', 'dtf.kernels.reference.scatter_nd', 'dtf.kernels.reference.segment', 'dtf.kernels.reference.sort', 'dtf.kernels.reference.sparse', 'dtf.kernels.reference.sparse_combine', 'dtf.kernels.reference.special', 'dtf.kernels.reference.strings', 'dtf.kernels.reference.tensor_array')
 
 KERNELS = {
     'CPU': _invert({
@@ -288,8 +323,9 @@ KERNELS = {
         'dtf.kernels.cpu.data_flow': (
             "AccumulatorApplyGradient AccumulatorNumAccumulated AccumulatorSetGlobalStep "
             "AccumulatorTakeGradient ConditionalAccumulator FIFOQueueV2 PaddingFIFOQueueV2 "
-            "QueueCloseV2 QueueDequeueManyV2 QueueDequeueUpToV2 QueueDequeueV2 QueueEnqueueManyV2 "
-            "QueueEnqueueV2 QueueSizeV2 RandomShuffleQueueV2 _AccumulatorWaitReady"
+            "PriorityQueueV2 QueueCloseV2 QueueDequeueManyV2 QueueDequeueUpToV2 QueueDequeueV2 "
+            "QueueEnqueueManyV2 QueueEnqueueV2 QueueSizeV2 RandomShuffleQueueV2 "
+            "_AccumulatorWaitReady"
         ),
         'dtf.kernels.cpu.dataset': (
             "IteratorFromStringHandleV2 IteratorGetNext IteratorToStringHandle IteratorV2 "
@@ -331,6 +367,10 @@ KERNELS = {
         'dtf.kernels.cpu.sendrecv': (
             "_Recv _Send"
         ),
+        'dtf.kernels.cpu.sparse_accumulator': (
+            "SparseAccumulatorApplyGradient SparseAccumulatorTakeGradient "
+            "SparseConditionalAccumulator"
+        ),
         'dtf.kernels.cpu.state': (
             "ApplyAdadelta ApplyAdagrad ApplyAdagradDA ApplyAdam ApplyCenteredRMSProp ApplyFtrl "
             "ApplyFtrlV2 ApplyGradientDescent ApplyMomentum ApplyProximalAdagrad "
@@ -371,6 +411,15 @@ KERNELS = {
             "Log1p LogicalAnd LogicalNot LogicalOr LogicalXor Maximum Minimum Mul Neg NotEqual Pow "
             "RealDiv Reciprocal Round Rsqrt Select SelectV2 Sigmoid Sign Sin Sinh Sqrt Square "
             "SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy"
+        ),
+        'dtf.kernels.reference.feature': (
+            "AsString Bucketize SparseCross StringToHashBucketFast"
+        ),
+        'dtf.kernels.reference.image': (
+            "ResizeBilinear ResizeBilinearGrad ResizeNearestNeighbor ResizeNearestNeighborGrad"
+        ),
+        'dtf.kernels.reference.image_codec': (
+            "DecodeImage DecodeJpeg DecodePng EncodeJpeg EncodePng"
         ),
         'dtf.kernels.reference.linalg': (
             "Cholesky Cross LogMatrixDeterminant MatrixDeterminant MatrixInverse MatrixSolve "
@@ -426,8 +475,15 @@ KERNELS = {
             "SparseApplyProximalAdagrad SparseApplyProximalGradientDescent SparseApplyRMSProp "
             "SparseReorder SparseToDense"
         ),
+        'dtf.kernels.reference.sparse_combine': (
+            "SparseAdd SparseAddGrad SparseConcat SparseReshape SparseTensorDenseAdd"
+        ),
         'dtf.kernels.reference.special': (
             "Digamma Erfc Lgamma MulNoNan Polygamma Rint Xlogy"
+        ),
+        'dtf.kernels.reference.strings': (
+            "ReduceJoin RegexReplace StringJoin StringLength StringSplit StringSplitV2 StringStrip "
+            "StringToNumber Substr"
         ),
         'dtf.kernels.reference.tensor_array': (
             "TensorArrayNew TensorArrayRead TensorArrayReadGrad TensorArrayScatter "
@@ -505,6 +561,12 @@ KERNELS = {
             "DepthwiseConv2dNativeBackpropInput MaxPool3D MaxPool3DGrad MaxPool3DGradGrad "
             "MaxPoolGradGrad"
         ),
+        'dtf.kernels.reference.feature': (
+            "AsString Bucketize SparseCross StringToHashBucketFast"
+        ),
+        'dtf.kernels.reference.image': (
+            "ResizeBilinear ResizeBilinearGrad ResizeNearestNeighbor ResizeNearestNeighborGrad"
+        ),
         'dtf.kernels.reference.linalg': (
             "Cholesky Cross LogMatrixDeterminant MatrixDeterminant MatrixInverse MatrixSolve "
             "MatrixTriangularSolve"
@@ -541,6 +603,9 @@ KERNELS = {
         'dtf.kernels.reference.sparse': (
             "ParallelDynamicStitch SparseReorder SparseToDense"
         ),
+        'dtf.kernels.reference.sparse_combine': (
+            "SparseAdd SparseAddGrad SparseConcat SparseReshape SparseTensorDenseAdd"
+        ),
         'dtf.kernels.reference.special': (
             "Digamma Erfc Lgamma MulNoNan Polygamma Rint Xlogy"
         ),
@@ -565,6 +630,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.scatter',
         'dtf.kernels.cpu.script',
         'dtf.kernels.cpu.sendrecv',
+        'dtf.kernels.cpu.sparse_accumulator',
         'dtf.kernels.cpu.state',
         'dtf.kernels.cpu.summary',
         'dtf.kernels.cpu.summary_media',
@@ -573,6 +639,9 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.candidate_sampling',
         'dtf.kernels.reference.conv_extra',
         'dtf.kernels.reference.elementwise',
+        'dtf.kernels.reference.feature',
+        'dtf.kernels.reference.image',
+        'dtf.kernels.reference.image_codec',
         'dtf.kernels.reference.linalg',
         'dtf.kernels.reference.linalg_decomp',
         'dtf.kernels.reference.logging',
@@ -586,7 +655,9 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.segment',
         'dtf.kernels.reference.sort',
         'dtf.kernels.reference.sparse',
+        'dtf.kernels.reference.sparse_combine',
         'dtf.kernels.reference.special',
+        'dtf.kernels.reference.strings',
         'dtf.kernels.reference.tensor_array',
     ),
     'GPU': (
@@ -606,6 +677,8 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.array_extra',
         'dtf.kernels.reference.candidate_sampling',
         'dtf.kernels.reference.conv_extra',
+        'dtf.kernels.reference.feature',
+        'dtf.kernels.reference.image',
         'dtf.kernels.reference.linalg',
         'dtf.kernels.reference.linalg_decomp',
         'dtf.kernels.reference.logging',
@@ -617,6 +690,7 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.segment',
         'dtf.kernels.reference.sort',
         'dtf.kernels.reference.sparse',
+        'dtf.kernels.reference.sparse_combine',
         'dtf.kernels.reference.special',
     ),
 }

@@ -16,7 +16,7 @@ from dtf.framework.op_registry import NotDifferentiable, register_op
 from dtf.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from .common import convert, fmt_shape
 
-__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "PriorityQueue",
            "ConditionalAccumulator"]
 
 _SCALAR = TensorShape([])
@@ -31,9 +31,15 @@ def _no_outputs(inputs, attrs):
     return []
 
 
+# Handle ops whose elements start with components their attrs do not list: a priority
+# queue's int64 priority (TF's attrs, which describe only the values).
+_LEADING_SHAPES = {"PriorityQueueV2": [[]]}
+
+
 def _queue_shapes(handle, n):
     """The static component shapes of the queue behind ``handle`` (unknown when unset)."""
-    shapes = handle.op.get_attr("shapes") or [None] * n
+    lead = _LEADING_SHAPES.get(handle.op.type, [])
+    shapes = (lead + list(handle.op.get_attr("shapes") or [])) or [None] * n
     return [unknown_shape() if s is None else TensorShape(s) for s in shapes]
 
 
@@ -58,7 +64,7 @@ def _int32_scalar(inputs, attrs):
 
 
 _HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator", "RandomShuffleQueueV2",
-               "PaddingFIFOQueueV2")
+               "PaddingFIFOQueueV2", "PriorityQueueV2")
 # op type -> shape function; every one takes the resource handle as input 0.
 _RESOURCE_OPS = {
     "QueueEnqueueV2": _no_outputs,
@@ -249,11 +255,29 @@ class FIFOQueue(QueueBase):
         super().__init__(dtypes, shapes, None, ref)
 
 
+class PriorityQueue(QueueBase):
+    """A queue that dequeues its lowest-priority element first. Every element starts with
+    an int64 scalar priority that ``types`` and ``shapes`` do not list; dequeue returns it
+    as the first component."""
+
+    def __init__(self, capacity, types, shapes, names=None, shared_name=None,
+                 name="priority_queue"):
+        if names is not None:
+            raise NotImplementedError("PriorityQueue(names=...) is not supported")
+        if shapes is None:
+            raise ValueError("PriorityQueue needs shapes (fully defined, one per type)")
+        types, shapes, attrs = _queue_attrs(types, shapes, capacity, shared_name)
+        ref = _ops.make_tensor("PriorityQueueV2", [], attrs, name=name)
+        super().__init__([_dtypes.int64] + types, [TensorShape([])] + shapes, None, ref)
+
+
 # -- conditional accumulator ---------------------------------------------------------
 class ConditionalAccumulator:
     """Aggregates gradients: ``apply_grad`` adds one unless it is stale (its local_step
     is behind the accumulator's global step), ``take_grad`` blocks until enough have
     arrived, returns their average and starts the next step."""
+
+    _HANDLE_OP = "ConditionalAccumulator"  # SparseConditionalAccumulator's differs
 
     def __init__(self, dtype, shape=None, shared_name=None, name="conditional_accumulator",
                  reduction_type="MEAN"):
@@ -263,7 +287,7 @@ class ConditionalAccumulator:
         self._shape = unknown_shape() if shape is None else as_shape(shape)
         attrs = {"dtype": self._dtype, "shape": _shape_attr(self._shape), "container": "",
                  "shared_name": shared_name or "", "reduction_type": reduction_type}
-        self._accumulator_ref = _ops.make_tensor("ConditionalAccumulator", [], attrs, name=name)
+        self._accumulator_ref = _ops.make_tensor(self._HANDLE_OP, [], attrs, name=name)
         self._name = self._accumulator_ref.op.name.split("/")[-1]
 
     accumulator_ref = property(lambda self: self._accumulator_ref)

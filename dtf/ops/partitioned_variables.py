@@ -312,9 +312,9 @@ def _with_partition_info(initializer, info, dtype, name):
 
 
 class SlicedSaveable:
-    """The shards of one partitioned variable as the Saver sees them: written as one
-    tensor of the full shape under the full name (their concatenation) and read back
-    slice by slice, so a checkpoint does not depend on how many shards there were."""
+    """The shards of one partitioned variable as the Saver sees them: each is saved as
+    a slice of the full name (TF's slice spec, from its SaveSliceInfo) and restored as
+    that slice, so a checkpoint does not depend on how many shards there were."""
 
     def __init__(self, name, shards):
         infos = [v._save_slice_info for v in shards]
@@ -336,24 +336,10 @@ class SlicedSaveable:
         self.device = self.shards[0].device
         self.full_shape = full
 
-    def save_tensor(self):
-        from .array_ops import concat
-
-        if len(self.shards) == 1:
-            return self.shards[0]._ref()
-        with _ops.colocate_with(self.shards[0].op):  # the whole tensor forms on shard 0's task
-            return concat([v.value() for v in self.shards], self.axis)
-
-    def restore_ops(self, tensor):
-        from .array_ops import slice as slice_
-
-        out = []
-        for v in self.shards:
-            info = v._save_slice_info
-            with _ops.colocate_with(v.op):
-                piece = slice_(tensor, info.var_offset, info.var_shape)
-                out.append(state_ops.assign(v, piece).op)
-        return out
+    @property
+    def slice_shards(self):
+        """The shards in order of offset, each saved under its own slice spec."""
+        return self.shards
 
 
 def saveables_by_name(var_list):

@@ -20,7 +20,7 @@ import numpy as np
 from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
 from dtf.framework.graph_walk import needed_nodes, split_tensor_name
-from dtf.partition import partition
+from dtf.partition import partition, timeline_label
 from dtf.placement import ClusterView, place, task_of
 from dtf.runtime import env
 from dtf.runtime.async_step import AsyncStep
@@ -57,6 +57,7 @@ class _Part:
     incarnation: int
     feeds: tuple
     fetches: tuple
+    labels: dict  # node name -> (timeline label, output dtype names), for traced steps' stats
 
 
 @dataclass
@@ -168,7 +169,8 @@ class MasterSession:
             reply = self.master.peers.call(task, {"type": "RegisterGraph", "device": device,
                                                   "nodes": [n.to_dict() for n in pnodes]})
             parts.append(_Part(task, device, reply["handle"], reply["incarnation"], tuple(p_feeds),
-                               p_fetches))
+                               p_fetches, {n.name: (timeline_label(n), [d.name for d in n.output_dtypes])
+                                          for n in pnodes}))
         # The session's own task runs last, on the calling thread (see run_step).
         parts.sort(key=lambda p: p.task == self.master.task_name)
         return _StepPlan(parts, tuple(f for f in fetches if f in fed))
@@ -183,7 +185,10 @@ class MasterSession:
         for p, r in zip(sp.parts, replies):
             outputs.update(r["outputs"])
             if trace:
-                stats.append({"device": p.device, "nodes": r.get("stats", [])})
+                nodes = r.get("stats", [])
+                for n in nodes:
+                    n["label"], n["dtypes"] = p.labels.get(n.get("node"), (None, None))
+                stats.append({"device": p.device, "nodes": nodes})
         return [outputs[f] for f in fetches], stats
 
     def start_step(self, fetches, feeds: dict, targets, respond, loop) -> bool:

@@ -223,8 +223,16 @@ class LegacyReader:
         return entry
 
     def read_slice(self, name, spec):
-        raise errors.InvalidArgumentError(None, None, f"{name}: dtf's earlier checkpoint format "
-                                          f"holds no slices (asked for {spec!r})")
+        """A part of a tensor stored whole (this format kept partitioned variables whole)."""
+        from .tensor_bundle import _index_of, parse_slice_spec
+
+        full_shape, extents = parse_slice_spec(spec)
+        value = self.read(name)
+        if list(value.shape) != full_shape:
+            raise errors.InvalidArgumentError(
+                None, None, f"tensor_name = {name}; shape in shape_and_slice spec {full_shape} does "
+                f"not match the shape stored in checkpoint: {list(value.shape)}")
+        return value[_index_of(extents, full_shape)]
 
     def read(self, name) -> np.ndarray:
         entry = self._entry(name)

@@ -224,7 +224,17 @@ def merged_index(shard_entries: list) -> bytes:
     for shard, entries in enumerate(shard_entries):
         for key, entry in entries.items():
             if key in merged:
-                raise errors.InvalidArgumentError(None, None, f"Duplicate tensor {key!r} in shards")
+                # A partitioned variable's shards saved on several devices: each shard's
+                # index lists its own slices of the full tensor; the merged entry lists all.
+                have = merged[key]
+                if not (entry.slices and have.slices):
+                    raise errors.InvalidArgumentError(None, None, f"Duplicate tensor {key!r} in shards")
+                if have.dtype != entry.dtype or have.shape.SerializeToString() != entry.shape.SerializeToString():
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Shards disagree on the dtype or full shape of sliced tensor {key!r}")
+                for proto in entry.slices:
+                    have.slices.add().CopyFrom(proto)
+                continue
             if not entry.slices:
                 entry.shard_id = shard
             merged[key] = entry
@@ -290,14 +300,39 @@ class BundleReader:
         return out
 
     def read_slice(self, name, spec: str) -> np.ndarray:
-        """The part of tensor ``name`` that a RestoreV2 shape_and_slice spec names."""
+        """The part of tensor ``name`` that a RestoreV2 shape_and_slice spec names. Of a
+        sliced tensor only the stored slices that overlap it are read: each shard of a
+        partitioned variable restores from its own part of the checkpoint."""
         full_shape, extents = parse_slice_spec(spec)
-        value = self.read(name)
-        if list(value.shape) != full_shape:
+        entry, shape = self._entry(name), self.shape(name)
+        if shape != full_shape:
             raise errors.InvalidArgumentError(
                 None, None, f"tensor_name = {name}; shape in shape_and_slice spec {full_shape} does "
-                f"not match the shape stored in checkpoint: {list(value.shape)}")
-        return value[_index_of(extents, full_shape)]
+                f"not match the shape stored in checkpoint: {shape}")
+        want = _index_of(extents, full_shape)
+        if not entry.slices or 0 in shape:
+            return self.read(name)[want]
+        out = np.empty([w.stop - w.start for w in want],
+                       dtype=dtypes.as_dtype(self.dtype_name(name)).as_numpy_dtype)
+        copied = 0
+        for proto in entry.slices:
+            have_extents = [(e.start, e.length if e.HasField("length") else -1) for e in proto.extent]
+            have = _index_of(have_extents, shape)
+            common = [slice(max(w.start, h.start), min(w.stop, h.stop)) for w, h in zip(want, have)]
+            if any(c.start >= c.stop for c in common):
+                continue
+            part = self._slices.get(slice_key(name, have_extents))
+            if part is None:
+                raise errors.DataLossError(None, None, f"Slice {have_extents} of {name} is missing from "
+                                           f"{index_path(self._prefix)}")
+            value = self._read_entry(name, part)
+            out[tuple(slice(c.start - w.start, c.stop - w.start) for c, w in zip(common, want))] = \
+                value[tuple(slice(c.start - h.start, c.stop - h.start) for c, h in zip(common, have))]
+            copied += int(np.prod([c.stop - c.start for c in common]))
+        if copied != out.size:  # stored slices never overlap: fewer elements means a gap
+            raise errors.NotFoundError(None, None, f"Can not find the slice {spec!r} of {name} in "
+                                       f"{index_path(self._prefix)}: its slices do not cover it")
+        return out
 
     def _read_entry(self, name, entry) -> np.ndarray:
         num_shards = max(self.header.num_shards, 1)

@@ -8,6 +8,7 @@ from dtf.train.device_setter import *  # noqa: F401,F403
 from dtf.train.coordinator import *  # noqa: F401,F403
 from dtf.train.session_run_hook import *  # noqa: F401,F403
 from dtf.train.basic_session_run_hooks import *  # noqa: F401,F403
+from dtf.train.profiler_hook import *  # noqa: F401,F403
 from dtf.train.session_manager import *  # noqa: F401,F403
 from dtf.train.monitored_session import *  # noqa: F401,F403
 from dtf.train.sync_replicas import *  # noqa: F401,F403

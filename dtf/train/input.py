@@ -10,6 +10,7 @@ from dtf.framework.tensor_shape import TensorShape, as_shape
 from dtf.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
+           "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
            "range_input_producer",
            "shuffle_batch", "shuffle_batch_join", "slice_input_producer", "string_input_producer"]
 
@@ -148,6 +149,36 @@ def _fifo(capacity, dtypes, shapes, shared_name, dynamic_pad):
     return cls(capacity, dtypes, shapes, shared_name=shared_name)
 
 
+def _validate_keep_input(keep_input, enqueue_many):
+    keep_input = _ops.convert_to_tensor(keep_input, dtype=_dtypes.bool, name="keep_input")
+    ndims = keep_input.shape.ndims
+    if ndims is None:
+        raise ValueError("`keep_input` dimensions must be known at graph construction.")
+    if not enqueue_many and ndims == 1:
+        raise ValueError("`keep_input` cannot be a vector when `enqueue_many=False`.")
+    if ndims > 1:
+        raise ValueError("`keep_input` must be 0 or 1 dimensions.")
+    return keep_input
+
+
+def _enqueue(queue, tensor_list, enqueue_many, keep_input=None):
+    """The enqueue op of ``tensor_list``; with ``keep_input`` only the kept elements go in
+    (TF's rule). A scalar flag is applied as a vector over the element(s), so the op is
+    one enqueue_many of the kept ones rather than TF's cond around the enqueue: what
+    reaches the queue is the same."""
+    if keep_input is None:
+        return queue.enqueue_many(tensor_list) if enqueue_many else queue.enqueue(tensor_list)
+    from dtf.ops import array_ops, math_ops, segment_ops
+
+    if not enqueue_many:
+        tensor_list = [array_ops.expand_dims(t, 0) for t in tensor_list]
+    if keep_input.shape.ndims == 0:
+        keep_input = array_ops.fill(array_ops.shape(tensor_list[0])[:1], keep_input)
+    select = math_ops.cast(keep_input, _dtypes.int32)
+    kept = [segment_ops.dynamic_partition(t, select, num_partitions=2)[1] for t in tensor_list]
+    return queue.enqueue_many(kept)
+
+
 def _batch(queue, enqueues, batch_size, enqueue_many, allow_smaller, pack, name, summary):
     add_queue_runner(QueueRunner(queue, enqueues))
     _fraction_summary(summary, queue, queue.queue_ref.op.get_attr("capacity"))
@@ -159,12 +190,29 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
           dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """Batches of ``batch_size`` from ``tensors`` (a list or dict), assembled in a FIFOQueue
     by ``num_threads`` QueueRunner threads."""
+    return _batch_of(tensors, None, batch_size, num_threads, capacity, enqueue_many, shapes,
+                     dynamic_pad, allow_smaller_final_batch, shared_name, name, "batch")
+
+
+def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enqueue_many=False,
+                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                shared_name=None, name=None):
+    """batch, enqueuing only the elements whose ``keep_input`` is True (a scalar, or with
+    ``enqueue_many`` one flag per element)."""
+    keep_input = _validate_keep_input(keep_input, enqueue_many)
+    return _batch_of(tensors, keep_input, batch_size, num_threads, capacity, enqueue_many,
+                     shapes, dynamic_pad, allow_smaller_final_batch, shared_name, name,
+                     "maybe_batch")
+
+
+def _batch_of(tensors, keep_input, batch_size, num_threads, capacity, enqueue_many, shapes,
+              dynamic_pad, allow_smaller_final_batch, shared_name, name, default_name):
     tensor_list, pack = _flatten(tensors)
-    with _ops.name_scope(name, "batch", tensor_list) as scope:
+    with _ops.name_scope(name, default_name, tensor_list) as scope:
         tensor_list = [_ops.convert_to_tensor(t) for t in tensor_list]
         shapes = _shapes(tensor_list, shapes, enqueue_many, dynamic_pad)
         q = _fifo(capacity, [t.dtype for t in tensor_list], shapes, shared_name, dynamic_pad)
-        enq = q.enqueue_many(tensor_list) if enqueue_many else q.enqueue(tensor_list)
+        enq = _enqueue(q, tensor_list, enqueue_many, keep_input)
         return _batch(q, [enq] * num_threads, batch_size, enqueue_many, allow_smaller_final_batch,
                       pack, scope, f"fraction_of_{capacity}_full")
 
@@ -172,13 +220,29 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
 def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
                dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """Like batch, with one enqueuing thread per element of ``tensors_list``."""
+    return _batch_join_of(tensors_list, None, batch_size, capacity, enqueue_many, shapes,
+                          dynamic_pad, allow_smaller_final_batch, shared_name, name, "batch_join")
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
+                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                     shared_name=None, name=None):
+    """batch_join, enqueuing only the elements whose ``keep_input`` is True."""
+    keep_input = _validate_keep_input(keep_input, enqueue_many)
+    return _batch_join_of(tensors_list, keep_input, batch_size, capacity, enqueue_many, shapes,
+                          dynamic_pad, allow_smaller_final_batch, shared_name, name,
+                          "maybe_batch_join")
+
+
+def _batch_join_of(tensors_list, keep_input, batch_size, capacity, enqueue_many, shapes,
+                   dynamic_pad, allow_smaller_final_batch, shared_name, name, default_name):
     flat = [_flatten(t) for t in tensors_list]
     pack = flat[0][1]
-    with _ops.name_scope(name, "batch_join", [t for f, _ in flat for t in f]) as scope:
+    with _ops.name_scope(name, default_name, [t for f, _ in flat for t in f]) as scope:
         lists = [[_ops.convert_to_tensor(t) for t in f] for f, _ in flat]
         shapes = _shapes(lists[0], shapes, enqueue_many, dynamic_pad)
         q = _fifo(capacity, [t.dtype for t in lists[0]], shapes, shared_name, dynamic_pad)
-        enqs = [q.enqueue_many(tl) if enqueue_many else q.enqueue(tl) for tl in lists]
+        enqs = [_enqueue(q, tl, enqueue_many, keep_input) for tl in lists]
         return _batch(q, enqs, batch_size, enqueue_many, allow_smaller_final_batch, pack,
                       scope, f"fraction_of_{capacity}_full")
 
@@ -188,15 +252,33 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
                   shared_name=None, name=None):
     """Batches drawn at random from a RandomShuffleQueue that keeps ``min_after_dequeue``
     elements back for mixing."""
+    return _shuffle_batch_of(tensors, None, batch_size, capacity, min_after_dequeue,
+                             num_threads, seed, enqueue_many, shapes, allow_smaller_final_batch,
+                             shared_name, name, "shuffle_batch")
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None, name=None):
+    """shuffle_batch, enqueuing only the elements whose ``keep_input`` is True."""
+    keep_input = _validate_keep_input(keep_input, enqueue_many)
+    return _shuffle_batch_of(tensors, keep_input, batch_size, capacity, min_after_dequeue,
+                             num_threads, seed, enqueue_many, shapes, allow_smaller_final_batch,
+                             shared_name, name, "maybe_shuffle_batch")
+
+
+def _shuffle_batch_of(tensors, keep_input, batch_size, capacity, min_after_dequeue, num_threads,
+                      seed, enqueue_many, shapes, allow_smaller_final_batch, shared_name, name,
+                      default_name):
     from dtf.ops.data_flow_ops import RandomShuffleQueue
 
     tensor_list, pack = _flatten(tensors)
-    with _ops.name_scope(name, "shuffle_batch", tensor_list) as scope:
+    with _ops.name_scope(name, default_name, tensor_list) as scope:
         tensor_list = [_ops.convert_to_tensor(t) for t in tensor_list]
         shapes = _shapes(tensor_list, shapes, enqueue_many)
         q = RandomShuffleQueue(capacity, min_after_dequeue, [t.dtype for t in tensor_list],
                                shapes, seed=seed, shared_name=shared_name)
-        enq = q.enqueue_many(tensor_list) if enqueue_many else q.enqueue(tensor_list)
+        enq = _enqueue(q, tensor_list, enqueue_many, keep_input)
         return _batch(q, [enq] * num_threads, batch_size, enqueue_many, allow_smaller_final_batch,
                       pack, scope,
                       f"fraction_over_{min_after_dequeue}_of_{capacity - min_after_dequeue}_full")
@@ -206,15 +288,34 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
                        enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
                        shared_name=None, name=None):
     """Like shuffle_batch, with one enqueuing thread per element of ``tensors_list``."""
+    return _shuffle_batch_join_of(tensors_list, None, batch_size, capacity, min_after_dequeue,
+                                  seed, enqueue_many, shapes, allow_smaller_final_batch,
+                                  shared_name, name, "shuffle_batch_join")
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
+                             seed=None, enqueue_many=False, shapes=None,
+                             allow_smaller_final_batch=False, shared_name=None, name=None):
+    """shuffle_batch_join, enqueuing only the elements whose ``keep_input`` is True."""
+    keep_input = _validate_keep_input(keep_input, enqueue_many)
+    return _shuffle_batch_join_of(tensors_list, keep_input, batch_size, capacity,
+                                  min_after_dequeue, seed, enqueue_many, shapes,
+                                  allow_smaller_final_batch, shared_name, name,
+                                  "maybe_shuffle_batch_join")
+
+
+def _shuffle_batch_join_of(tensors_list, keep_input, batch_size, capacity, min_after_dequeue,
+                           seed, enqueue_many, shapes, allow_smaller_final_batch, shared_name,
+                           name, default_name):
     from dtf.ops.data_flow_ops import RandomShuffleQueue
 
     flat = [_flatten(t) for t in tensors_list]
     pack = flat[0][1]
-    with _ops.name_scope(name, "shuffle_batch_join", [t for f, _ in flat for t in f]) as scope:
+    with _ops.name_scope(name, default_name, [t for f, _ in flat for t in f]) as scope:
         lists = [[_ops.convert_to_tensor(t) for t in f] for f, _ in flat]
         shapes = _shapes(lists[0], shapes, enqueue_many)
         q = RandomShuffleQueue(capacity, min_after_dequeue, [t.dtype for t in lists[0]], shapes,
                                seed=seed, shared_name=shared_name)
-        enqs = [q.enqueue_many(tl) if enqueue_many else q.enqueue(tl) for tl in lists]
+        enqs = [_enqueue(q, tl, enqueue_many, keep_input) for tl in lists]
         return _batch(q, enqs, batch_size, enqueue_many, allow_smaller_final_batch, pack, scope,
                       f"fraction_over_{min_after_dequeue}_of_{capacity - min_after_dequeue}_full")

@@ -204,10 +204,14 @@ class _HookedSession:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
+        from dtf.client.config import RunMetadata, RunOptions
+
         actual_fetches = {"caller": fetches}
         context = SessionRunContext(
             original_args=(fetches, feed_dict, options, run_metadata), session=self.sess)
+        options = options or RunOptions()  # as TF: hooks' options merge into it
         feed_dict = self._merge_hook_requests(context, actual_fetches, feed_dict, options)
+        run_metadata = run_metadata or RunMetadata()
         outputs = self.sess.run(actual_fetches, feed_dict=feed_dict, options=options,
                                 run_metadata=run_metadata)
         for index, hook in enumerate(self._hooks):
@@ -225,6 +229,8 @@ class _HookedSession:
                 continue
             if request.fetches is not None:
                 actual_fetches[index] = request.fetches
+            if request.options is not None:
+                _merge_run_options(options, request.options)
             for key, value in (request.feed_dict or {}).items():
                 if key in feed_dict:
                     if user_feeds and key in user_feeds:
@@ -240,6 +246,14 @@ class _HookedSession:
             self.sess.close()
         except Exception:  # noqa: BLE001 - a dead task must not make close() fail
             pass
+
+
+def _merge_run_options(options, incoming):
+    """A hook's RunOptions into the run's, as TF merges them: each field's larger value
+    (e.g. a tracing hook raises trace_level for that run)."""
+    for field in ("trace_level", "timeout_in_ms", "inter_op_thread_pool", "output_partition_graphs",
+                  "report_tensor_allocations_upon_oom"):
+        setattr(options, field, max(getattr(options, field), getattr(incoming, field)))
 
 
 def _recovery_timeout_s() -> float:

@@ -27,7 +27,22 @@ def _var_key(var):
 
 
 def _create_slot_var(primary, initializer, slot_name, dtype):
-    """A non-trainable variable named ``<primary>/<slot_name>``, beside its primary."""
+    """A non-trainable variable named ``<primary>/<slot_name>``, beside its primary; the
+    slot of a shard of a partitioned variable is that shard of a partitioned slot, saved as
+    TF saves it: a slice of "<full name>/<slot>" (e.g. "emb/Adam", not "emb/part_0/Adam")."""
+    slot = _new_slot_var(primary, initializer, slot_name, dtype)
+    info = getattr(primary, "_save_slice_info", None)
+    n = slot.get_shape().ndims
+    if info is not None and (n is None or n > 0):
+        from dtf.ops.partitioned_variables import SaveSliceInfo
+
+        real_slot_name = slot.op.name[len(primary.op.name) + 1:]
+        slot._save_slice_info = SaveSliceInfo(f"{info.full_name}/{real_slot_name}", info.full_shape[:n],
+                                              info.var_offset[:n], info.var_shape[:n])
+    return slot
+
+
+def _new_slot_var(primary, initializer, slot_name, dtype):
     shape = primary.get_shape()
     graph = primary.graph
     with graph.as_default(), _ops.name_scope(None), graph.control_dependencies(None):

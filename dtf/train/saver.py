@@ -42,38 +42,46 @@ class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
 # -- building the save / restore ops ---------------------------------------------------
 def _op_list_to_dict(var_list):
     """{checkpoint name: Variable or SlicedSaveable}. Names default to the variables' op
-    names; the shards of a partitioned variable go under its full name, as one tensor."""
+    names; the shards of a partitioned variable go under its full variable's name."""
     from dtf.ops.partitioned_variables import saveables_by_name
 
     return saveables_by_name(var_list)
 
 
-def _save_value(v):
-    return v.save_tensor() if hasattr(v, "save_tensor") else v._ref()
+def _save_items(names_to_vars) -> list:
+    """[(checkpoint name, slice spec, variable)], sorted by name. A partitioned variable is
+    one item per shard, each under the full name with TF's slice spec ("10 3 0,5:0,3"): the
+    bundle then holds the full shape and its slices, as TF writes it, and restoring asks
+    each shard's slice of it, whatever the slices were when it was saved."""
+    items = []
+    for name, v in sorted(names_to_vars.items()):
+        shards = getattr(v, "slice_shards", None)
+        if shards is None:
+            items.append((name, "", v))
+        else:
+            items.extend((name, shard._save_slice_info.spec, shard) for shard in shards)
+    return items
 
 
 def _group_by_device(items):
     per_device = {}
-    for name, v in items:
-        per_device.setdefault(v.device, []).append((name, v))
+    for item in items:
+        per_device.setdefault(item[2].device, []).append(item)
     return sorted(per_device.items())
 
 
 def _save_op(prefix, items):
-    return state_ops.save_v2(prefix, [n for n, _ in items], [""] * len(items),
-                             [_save_value(v) for _, v in items])
+    return state_ops.save_v2(prefix, [n for n, _, _ in items], [s for _, s, _ in items],
+                             [v._ref() for _, _, v in items])
 
 
 def _restore_ops(prefix, items, reshape):
-    tensors = state_ops.restore_v2(prefix, [n for n, _ in items], [""] * len(items),
-                                   [v.dtype for _, v in items])
+    tensors = state_ops.restore_v2(prefix, [n for n, _, _ in items], [s for _, s, _ in items],
+                                   [v.dtype for _, _, v in items])
     ops = []
-    for (_, v), t in zip(items, tensors):
-        if hasattr(v, "restore_ops"):  # a partitioned variable: sliced back into its shards
-            ops.extend(v.restore_ops(t))
-        else:
-            validate = not reshape and v.get_shape().is_fully_defined()
-            ops.append(state_ops.assign(v, t, validate_shape=validate).op)
+    for (_, spec, v), t in zip(items, tensors):
+        validate = bool(spec) or (not reshape and v.get_shape().is_fully_defined())
+        ops.append(state_ops.assign(v, t, validate_shape=validate).op)
     return ops
 
 
@@ -82,8 +90,8 @@ def _build(names_to_vars, reshape, sharded, name, filename):
     from dtf.ops.constant_op import constant
     from dtf.ops.control_flow_ops import group, with_dependencies
 
-    items = sorted(names_to_vars.items())
-    with _ops.name_scope(name, "save", [v for _, v in items]):
+    items = _save_items(names_to_vars)
+    with _ops.name_scope(name, "save", [v for _, _, v in items]):
         default = constant(filename or "model", name="filename/input")
         filename_tensor = placeholder_with_default(default, shape=(), name="filename")
         filename_tensor = placeholder_with_default(filename_tensor, shape=(), name="Const")

@@ -1,7 +1,8 @@
 """tf.train.SyncReplicasOptimizer: synchronous training with TF1's design.
 
 Every replica pushes its gradients into one ConditionalAccumulator per variable (on the
-variable's device), then waits for a token from the sync token queue (on the global
+variable's device; a SparseConditionalAccumulator for IndexedSlices gradients, so an
+embedding's replicas push and the chief takes only the rows a step touched), then waits for a token from the sync token queue (on the global
 step's device). The chief runs a thread that takes ``replicas_to_aggregate`` averaged
 gradients from every accumulator, applies them once, increments the global step and puts
 ``max(total_num_replicas, replicas_to_aggregate)`` tokens holding the new step into the
@@ -37,7 +38,9 @@ from dtf.framework import ops as _ops
 from dtf.framework.ops import GraphKeys
 from dtf.ops import array_ops, control_flow_ops, state_ops
 from dtf.ops import variables as _variables
+from dtf.framework.indexed_slices import IndexedSlices
 from dtf.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
+from dtf.ops.sparse_accumulator_ops import SparseConditionalAccumulator
 from dtf.runtime import env
 from dtf.train.optimizers import Optimizer
 from dtf.train.session_run_hook import SessionRunHook
@@ -144,17 +147,20 @@ class SyncReplicasOptimizer(Optimizer):
             if grad is None:
                 accums.append(None)
                 continue
-            if hasattr(grad, "indices") and hasattr(grad, "values"):
-                # Aggregated densely: each row is averaged over all replicas. TF keeps it
-                # sparse (SparseConditionalAccumulator, which dtf does not have yet) and
-                # averages each row over the replicas that sent it.
-                grad = _ops.convert_to_tensor(grad)
-            if not isinstance(grad, _ops.Tensor):
-                raise ValueError("Unknown grad type!")
             with _ops.device(var.device):
-                accum = ConditionalAccumulator(grad.dtype, shape=var.get_shape(),
-                                               shared_name=var.name + "/grad_accum")
-                train_ops.append(accum.apply_grad(grad, local_step=local_step))
+                if isinstance(grad, _ops.Tensor):
+                    accum = ConditionalAccumulator(grad.dtype, shape=var.get_shape(),
+                                                   shared_name=var.name + "/grad_accum")
+                    train_ops.append(accum.apply_grad(grad, local_step=local_step))
+                elif isinstance(grad, IndexedSlices):
+                    # TF's choice, shape=(): the taken dense shape is [-1, ...], which the
+                    # optimizers' sparse updates never read. Each row is averaged over the
+                    # replicas that sent it.
+                    accum = SparseConditionalAccumulator(grad.dtype, shape=(),
+                                                         shared_name=var.name + "/grad_accum")
+                    train_ops.append(accum.apply_indexed_slices_grad(grad, local_step=local_step))
+                else:
+                    raise ValueError("Unknown grad type!")
             accums.append(accum)
             self._accumulator_list.append((accum, var.device))
         n = self._replicas_to_aggregate
@@ -166,7 +172,7 @@ class SyncReplicasOptimizer(Optimizer):
         with _ops.control_dependencies(waits):
             for accum, (_, var) in zip(accums, grads_and_vars):
                 with _ops.device(var.device):
-                    aggregated.append(None if accum is None else accum.take_grad(n))
+                    aggregated.append(None if accum is None else _take(accum, n))
         return train_ops, aggregated
 
     def _local_step_after(self, grads_and_vars):
@@ -175,7 +181,8 @@ class SyncReplicasOptimizer(Optimizer):
         no inputs runs first and, while the replica waits for the variables, travels to the
         ps as a message of its own; read after the gradients, it rides in theirs (one
         message fewer for the ps per replica step)."""
-        grads = [g for g, _ in grads_and_vars if isinstance(g, _ops.Tensor)]
+        grads = [g.values if isinstance(g, IndexedSlices) else g for g, _ in grads_and_vars
+                 if isinstance(g, (_ops.Tensor, IndexedSlices))]
         with _ops.colocate_with(self._local_step.op), _ops.control_dependencies(grads):
             return array_ops.identity(self._local_step, name="local_step_after_grads")
 
@@ -224,6 +231,12 @@ class SyncReplicasOptimizer(Optimizer):
     def make_session_run_hook(self, is_chief, num_tokens=-1):
         """The hook that initializes the replica and, on the chief, runs the update thread."""
         return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
+
+
+def _take(accum, n):
+    if isinstance(accum, SparseConditionalAccumulator):
+        return accum.take_indexed_slices_grad(n)
+    return accum.take_grad(n)
 
 
 class _ChiefQueueRunner:

@@ -2,6 +2,7 @@
 directory with its own cluster.toml on free ports. Every test stops what it started."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -235,3 +236,37 @@ def test_completions_are_up_to_date(tmp_path):
     for name in ("dtf.bash", "_dtf", "dtf.fish"):
         assert (tmp_path / name).read_text() == (REPO / "completions" / name).read_text(), \
             f"completions/{name} is stale: run completions/generate.sh"
+
+
+@pytest.mark.cluster
+def test_run_trace_writes_one_global_step_as_a_chrome_trace(cluster_dir, tmp_path_factory):
+    from tests.unit.test_timeline import check_chrome_trace
+
+    example = str(REPO / "examples" / "between_graph_async.py")
+    checkpoints = tmp_path_factory.mktemp("checkpoints")
+    (cluster_dir / "trace-step-12.json").write_text("an old file: replaced")
+    r = dtf("run", example, "--trace", "12", "--", "--last_step", "30", "--checkpoint_dir",
+            str(checkpoints), cwd=cluster_dir, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = cluster_dir / "trace-step-12.json"
+    assert f"trace of global step 12 written to {out}" in r.stdout
+    traced = re.search(r"\[trace\] (worker:[01]) traced global step (\d+) into ", r.stdout)
+    assert traced and int(traced.group(2)) >= 12, r.stdout
+    events = check_chrome_trace(out.read_text())
+    lanes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    worker = f"/job:worker/replica:0/task:{traced.group(1)[-1]}/device:CPU:0 Compute"
+    assert set(lanes.values()) == {"/job:ps/replica:0/task:0/device:CPU:0 Compute", worker}
+    ops = [e for e in events if e["ph"] == "X"]
+    assert any(e["args"]["name"].startswith("GradientDescent") for e in ops)
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    arrows = {(lanes[starts[e["id"]]["pid"]], lanes[e["pid"]]) for e in events if e["ph"] == "f"}
+    assert {(worker, "/job:ps/replica:0/task:0/device:CPU:0 Compute"),
+            ("/job:ps/replica:0/task:0/device:CPU:0 Compute", worker)} <= arrows
+    assert not list(cluster_dir.glob(".trace-*"))  # the replicas' own files are gone
+
+    custom = cluster_dir / "t.json"
+    r = dtf("run", example, "--trace", "1000", "--trace-out", str(custom), "--", "--last_step", "35",
+            "--checkpoint_dir", str(checkpoints), cwd=cluster_dir, timeout=120)
+    assert r.returncode == 0 and not custom.exists()
+    assert "warning: no replica traced global step 1000" in r.stdout
+    assert dtf("run", example, "--trace-out", "x.json", cwd=cluster_dir).returncode == 2

@@ -345,3 +345,32 @@ def test_a_standalone_task_loads_its_cpu_loops_up_front_only_when_told_to(make_c
         assert state == "loaded"
     finally:
         client.close()
+
+
+def test_timeline_of_a_two_task_step(make_cluster):
+    """The trace of a step over two task processes: a lane per task, an arrow per transfer."""
+    from dtf.client import timeline
+    from tests.unit.test_timeline import check_chrome_trace
+
+    cl = make_cluster(local=2).start_all()
+    with tf.device("/job:local/task:1"):
+        w = tf.Variable([1.0, 2.0], name="w")
+    with tf.device("/job:local/task:0"):
+        y = tf.reduce_sum(w * 3.0, name="y")
+    md = tf.RunMetadata()
+    with tf.Session(cl.target("local", 0)) as sess:
+        sess.run(w.initializer)
+        sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    events = check_chrome_trace(timeline.Timeline(md.step_stats).generate_chrome_trace_format())
+    lanes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(lanes.values()) == [f"/job:local/replica:0/task:{i}/device:CPU:0 Compute" for i in (0, 1)]
+    ops = [e for e in events if e["ph"] == "X"]
+    sends = [e for e in ops if e["name"] == "_Send"]
+    recvs = [e for e in ops if e["name"] == "_Recv"]
+    assert sends and recvs
+    assert {lanes[e["pid"]] for e in sends} == {"/job:local/replica:0/task:1/device:CPU:0 Compute"}
+    assert {lanes[e["pid"]] for e in recvs} == {"/job:local/replica:0/task:0/device:CPU:0 Compute"}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    arrows = [(lanes[starts[e["id"]]["pid"]], lanes[e["pid"]]) for e in events if e["ph"] == "f"]
+    assert ("/job:local/replica:0/task:1/device:CPU:0 Compute",
+            "/job:local/replica:0/task:0/device:CPU:0 Compute") in arrows

@@ -245,3 +245,74 @@ def test_match_filenames_once_feeds_string_input_producer(tmp_path):
             coord.request_stop()
             coord.join(threads)
     assert got == [b"a1", b"a2", b"b1", b"b2"]
+
+
+def test_priority_queue_blocked_dequeue_is_woken_by_enqueue_and_by_close():
+    with tf.Graph().as_default():
+        q = tf.PriorityQueue(5, [tf.int64], shapes=[[]], shared_name="pq")
+        prio = tf.placeholder(tf.int64, [])
+        enq = q.enqueue((prio, prio * 10))
+        deq = q.dequeue()
+        with tf.Session() as sess:
+            got = []
+            t = threading.Thread(target=lambda: got.append(sess.run(deq)))
+            t.start()
+            sess.run(enq, {prio: 7})
+            t.join(10)
+            assert not t.is_alive() and got[0][0] == 7 and got[0][1] == 70
+            for p in (4, -2, 9):
+                sess.run(enq, {prio: p})
+            assert [int(sess.run(deq)[0]) for _ in range(3)] == [-2, 4, 9]
+            errs = []
+
+            def blocked():
+                try:
+                    sess.run(deq)
+                except tf.errors.OutOfRangeError as e:
+                    errs.append(e)
+
+            t = threading.Thread(target=blocked)
+            t.start()
+            sess.run(q.close())
+            t.join(10)
+            assert not t.is_alive() and len(errs) == 1 and "PriorityQueue" in errs[0].message
+
+
+def test_priority_queue_needs_shapes_and_an_int64_scalar_priority():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="PriorityQueue needs shapes"):
+            tf.PriorityQueue(5, [tf.int32], shapes=None)
+        q = tf.PriorityQueue(5, [tf.int32], shapes=[[]])
+        with pytest.raises(ValueError):
+            q.enqueue((tf.constant([1, 2], tf.int64), 3))
+
+
+def test_maybe_batch_variants_enqueue_only_kept_elements():
+    with tf.Graph().as_default():
+        rows, = tf.train.slice_input_producer([tf.constant(np.arange(12).reshape(6, 2))],
+                                              num_epochs=1, shuffle=False)
+        pairs, = tf.train.batch([rows], 2, allow_smaller_final_batch=True)
+        many = tf.train.maybe_batch_join([[pairs]], tf.equal(pairs[:, 0] % 4, 0), 3,
+                                         enqueue_many=True, allow_smaller_final_batch=True)
+        one, = tf.train.slice_input_producer([tf.range(6)], num_epochs=1, shuffle=False)
+        shuffled = tf.train.maybe_shuffle_batch([one], 3, 10, 0, one < 4, seed=1,
+                                                allow_smaller_final_batch=True)
+        with pytest.raises(ValueError, match="cannot be a vector"):
+            tf.train.maybe_batch([one], [True], 2)
+        with pytest.raises(ValueError, match="0 or 1 dimensions"):
+            tf.train.maybe_batch([pairs], [[True]], 2, enqueue_many=True)
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            got = {"many": [], "shuffled": []}
+            for key, fetch in (("many", many), ("shuffled", shuffled)):
+                try:
+                    for _ in range(20):
+                        got[key].append(sess.run(fetch, options=tf.RunOptions(timeout_in_ms=10000)))
+                except tf.errors.OutOfRangeError:
+                    pass
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    assert np.concatenate([g[0] for g in got["many"]]).tolist() == [[0, 1], [4, 5], [8, 9]]
+    assert sorted(np.concatenate([g[0] for g in got["shuffled"]]).tolist()) == [0, 1, 2, 3]

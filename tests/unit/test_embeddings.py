@@ -135,7 +135,7 @@ def test_sparse_placeholder_fed_and_fetched():
         tf.nn.embedding_lookup_sparse(tf.zeros([3, 2]), sp, None, combiner="max")
 
 
-def test_sync_replicas_aggregates_sparse_gradients_densely():
+def test_sync_replicas_aggregates_sparse_gradients_sparsely():
     emb = tf.Variable(np.zeros([6, 2], np.float32), name="emb")
     gs = tf.train.get_or_create_global_step()
     opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
@@ -143,9 +143,11 @@ def test_sync_replicas_aggregates_sparse_gradients_densely():
     grads = opt.compute_gradients(tf.reduce_sum(tf.nn.embedding_lookup(emb, [1, 4])))
     assert isinstance(grads[0][0], tf.IndexedSlices)
     opt.apply_gradients(grads, global_step=gs)
-    applies = [op for op in tf.get_default_graph().get_operations()
-               if op.type == "AccumulatorApplyGradient"]
-    assert applies and applies[0].inputs[-1].shape.as_list() == [6, 2]
+    ops = tf.get_default_graph().get_operations()
+    assert not [op for op in ops if op.type == "AccumulatorApplyGradient"]
+    applies = [op for op in ops if op.type == "SparseAccumulatorApplyGradient"]
+    # inputs: handle, local_step, indices, values (the two looked-up rows), dense shape
+    assert applies and applies[0].inputs[3].shape.as_list() == [2, 2]
 
 
 @pytest.mark.parametrize("fn", [tf.nn.uniform_candidate_sampler,

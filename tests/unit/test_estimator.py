@@ -230,8 +230,11 @@ def test_estimator_spec_validation():
                                        training_hooks=[1])
         with pytest.raises(TypeError, match="scaffold must be tf.train.Scaffold"):
             tf.estimator.EstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=op, scaffold=1)
-        with pytest.raises(NotImplementedError, match="export_outputs"):
-            tf.estimator.EstimatorSpec(ModeKeys.PREDICT, predictions=loss, export_outputs={})
+        with pytest.raises(TypeError, match="export_outputs must be dict"):
+            tf.estimator.EstimatorSpec(ModeKeys.PREDICT, predictions=loss, export_outputs=[1])
+        with pytest.raises(TypeError, match="must be ExportOutput objects"):
+            tf.estimator.EstimatorSpec(ModeKeys.PREDICT, predictions=loss,
+                                       export_outputs={"a": loss})
         spec = tf.estimator.EstimatorSpec(ModeKeys.EVAL, loss=tf.constant([[2.0]]))
         assert spec.loss.shape.ndims == 0  # a one-element loss is reshaped to a scalar
         assert spec.predictions == {} and spec.eval_metric_ops == {} and spec.training_hooks == ()
@@ -443,7 +446,7 @@ def test_train_and_evaluate_spec_errors(tmp_path):
         tf.estimator.EvalSpec(full_batch_input_fn, throttle_secs=-1)
     with pytest.raises(TypeError, match="`name` must be string"):
         tf.estimator.EvalSpec(full_batch_input_fn, name=1)
-    with pytest.raises(NotImplementedError, match="exporters"):
+    with pytest.raises(TypeError, match="`exporters` must be an Exporter"):
         tf.estimator.EvalSpec(full_batch_input_fn, exporters=[object()])
     spec = tf.estimator.EvalSpec(full_batch_input_fn)
     assert (spec.steps, spec.start_delay_secs, spec.throttle_secs) == (100, 120, 600)

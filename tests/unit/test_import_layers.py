@@ -40,9 +40,10 @@ LAYERS = [
     # Executor, fusion planning, master, worker, rendezvous, the task's service.
     ("runtime", ["dtf.runtime"]),
     ("client", ["dtf.client"]),
-    ("train", ["dtf.train", "dtf.distribute"]),
+    ("train", ["dtf.train", "dtf.distribute", "dtf.saved_model"]),
     # Model-building libraries on top of ops and train.
-    ("models", ["dtf.layers", "dtf.losses", "dtf.metrics", "dtf.contrib", "dtf.estimator"]),
+    ("models", ["dtf.layers", "dtf.losses", "dtf.metrics", "dtf.contrib", "dtf.feature_column",
+                "dtf.estimator"]),
     # The public facade: ``import dtf as tf`` and its tf.xxx modules.
     ("api", ["dtf"]),
     ("cli", ["dtf.cli", "dtf.__main__"]),

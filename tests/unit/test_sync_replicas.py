@@ -186,3 +186,38 @@ def test_variable_averages_are_kept_by_the_chief_update():
         want = 0.5 * want + 0.5 * (1.0 - 0.25 * k)
     assert step >= 2 and w_value[0] == pytest.approx(1.0 - 0.25 * step)
     assert average[0] == pytest.approx(want)
+
+
+def test_embedding_gradients_are_aggregated_sparse_per_row():
+    """An embedding's IndexedSlices gradients go through a SparseConditionalAccumulator:
+    the chief applies each touched row's average over the replicas that sent it (TF's
+    rule), and untouched rows stay as they were."""
+    gs = tf.train.get_or_create_global_step()
+    table = tf.Variable(np.zeros([10, 2], np.float32), name="table")
+    replicas = []
+    # Sorted distinct ids per replica (what TF's accumulator merge expects).
+    for i, ids in enumerate(([1, 4], [4, 7])):
+        rows = tf.gather(table, tf.constant(ids, tf.int64))
+        loss = tf.reduce_sum(rows * (i + 1.0))
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(LR), 2, 2)
+        replicas.append((opt.minimize(loss, global_step=gs), opt.make_session_run_hook(i == 0)))
+    graph = tf.get_default_graph()
+    types = {op.type for op in graph.get_operations()}
+    assert "SparseConditionalAccumulator" in types and "ConditionalAccumulator" not in types
+    with tf.Session() as sess:
+        _start(sess, replicas)
+        threads = [threading.Thread(target=sess.run, args=(t,)) for t, _ in replicas]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        deadline = time.monotonic() + 10
+        while sess.run(gs) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        value = sess.run(table)
+        replicas[0][1].end(sess)
+    want = np.zeros([10, 2], np.float32)
+    want[1] = -LR * 1.0            # only replica 0 sent row 1
+    want[4] = -LR * (1.0 + 2.0) / 2  # both sent row 4: their average
+    want[7] = -LR * 2.0            # only replica 1 sent row 7
+    np.testing.assert_allclose(value, want)

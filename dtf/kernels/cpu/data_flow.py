@@ -9,6 +9,7 @@ blocked step never outlives its client.
 from __future__ import annotations
 
 import collections
+import heapq
 import sys
 import threading
 import time
@@ -138,7 +139,7 @@ class QueueResource(_Resource, _Waitable):
     def enqueue(self, ctx, elements, timeout_ms, node):
         with self.cond:
             if self.closed:
-                raise errors.CancelledError(node.name, None, f"FIFOQueue '{self.name}' is closed.")
+                raise errors.CancelledError(node.name, None, f"{self.kind} '{self.name}' is closed.")
             if ctx.may_park is not None:
                 # A parked kernel is retried from the start: it enqueues all or nothing.
                 if len(elements) > self.capacity:
@@ -151,7 +152,7 @@ class QueueResource(_Resource, _Waitable):
                       ctx, timeout_ms, lambda: f"waiting to enqueue into full queue '{self.name}'")
                 if self.cancel_enqueues:
                     raise errors.CancelledError(
-                        node.name, None, f"Enqueue operation was cancelled: FIFOQueue '{self.name}' "
+                        node.name, None, f"Enqueue operation was cancelled: {self.kind} '{self.name}' "
                         "was closed")
                 self.items.append(el)
                 self._notify()
@@ -244,6 +245,54 @@ class PaddingFIFOQueueResource(QueueResource):
 
 
 register_kernel("PaddingFIFOQueueV2", "CPU")(_resource_kernel(PaddingFIFOQueueResource))
+
+
+class _PriorityHeap:
+    """A priority queue's elements: a heap on (priority, arrival), so the lowest priority
+    comes out first and equal priorities in arrival order."""
+
+    def __init__(self):
+        self._heap, self._seq = [], 0
+
+    def append(self, el):
+        heapq.heappush(self._heap, (int(el[0]), self._seq, el))
+        self._seq += 1
+
+    def pop(self):
+        return heapq.heappop(self._heap)[2]
+
+    def __len__(self):
+        return len(self._heap)
+
+    def __bool__(self):
+        return bool(self._heap)
+
+
+class PriorityQueueResource(QueueResource):
+    """Elements are (int64 priority, *values); the attrs describe the values only."""
+
+    kind = "PriorityQueue"
+
+    def __init__(self, attrs, name):
+        super().__init__(attrs, name)
+        from dtf.framework import dtypes
+
+        self.dtypes = [dtypes.int64] + self.dtypes
+        if self.shapes is not None:
+            self.shapes = [()] + self.shapes
+        self.items = _PriorityHeap()
+
+    def _take(self, n):
+        return [self.items.pop() for _ in range(n)]
+
+    def dequeue(self, ctx, n, timeout_ms, node, up_to=False):
+        # TF's priority queue has no small batches: dequeue_up_to on a closed queue with too
+        # few elements fails as dequeue_many does (TF also loses what it had taken; here
+        # they stay in the queue).
+        return super().dequeue(ctx, n, timeout_ms, node, up_to=False)
+
+
+register_kernel("PriorityQueueV2", "CPU")(_resource_kernel(PriorityQueueResource))
 
 
 @register_kernel("QueueEnqueueV2", "CPU", blocking=True)

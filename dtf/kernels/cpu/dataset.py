@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from dtf.data import file_stages  # noqa: F401  (registers the file-reading stages)
+from dtf.data import window_stages  # noqa: F401  (registers Dataset.window's stages)
 from dtf.data import iterator_ops  # noqa: F401  (registers the op definitions)
 from dtf.data.function import Env, Function
 from dtf.data.pipeline import Builder

@@ -19,11 +19,12 @@ import numpy as np
 
 from dtf.framework import dtypes, errors
 from dtf.framework.graph_def import NodeDef
+from dtf.framework.graph_walk import needed_nodes, split_tensor_name
 from dtf.partition import partition, timeline_label
 from dtf.placement import ClusterView, place, task_of
 from dtf.runtime import env
 from dtf.runtime.async_step import AsyncStep
-from dtf.framework.graph_walk import needed_nodes, split_tensor_name
+from dtf.runtime.blocking_step import BlockingStep
 
 log = logging.getLogger("dtf")
 
@@ -111,6 +112,12 @@ class MasterSession:
     def close(self):
         self.invalidate()
 
+    def task_restarted(self):
+        """A step failed with Aborted (a task restarted): the next steps register afresh,
+        and placement asks the tasks for their GPUs again (the new process may differ)."""
+        self.invalidate()
+        self.master.peers.forget_gpu_counts()
+
     def tensor_dtype(self, name, role="FetchOutputs"):
         """The dtype of tensor ``name`` ("op:index") of the session's graph; errors as TF's
         master words them for a name it cannot find (``role``: FetchOutputs, FeedInputs)."""
@@ -172,8 +179,7 @@ class MasterSession:
         sp = self.plan(tuple(fetches), tuple(sorted(feeds)), tuple(targets))
         self.check_feeds(feeds)
         msgs, step_id = self._run_graph_messages(sp, feeds, timeout_ms, trace)
-        replies = self.master.peers.call_all([(p.task, m) for p, m in zip(sp.parts, msgs)],
-                                             timeout_ms, step_id)
+        replies = BlockingStep(self, sp.parts, msgs, step_id, timeout_ms).run()
         outputs = {f: feeds[f] for f in sp.fed_fetches}
         stats = []
         for p, r in zip(sp.parts, replies):
@@ -289,10 +295,6 @@ class Master:
             values, stats = s.run_step(msg.get("fetches", []), msg.get("feeds") or {},
                                        msg.get("targets", []), msg.get("timeout_ms") or 0,
                                        bool(msg.get("trace")))
-        except errors.AbortedError:
-            s.invalidate()  # a task restarted: register afresh next time
-            self.peers.forget_gpu_counts()
-            raise
         finally:
             with self._lock:
                 s.steps_in_flight -= 1

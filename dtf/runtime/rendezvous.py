@@ -3,12 +3,42 @@
 Senders push (a tensor travels as soon as it is produced, in one message); receivers
 never block the executor: they poll with ``try_recv`` and park until ``wait_any`` wakes,
 or, for a step that runs in pieces, until the callback of ``take_any_or_notify`` runs.
+
+Delivery modes: how a tensor reaches a step waiting on another task. The master picks one
+per step (step_machine.StepMachine.start), the receiving side sets up its rendezvous from
+the RunGraph's mark (worker.Worker._graph_step, start_graph):
+
+=========  ====================  ===============================  ==========================
+mode       chosen when           the sender                       the waiting side
+=========  ====================  ===============================  ==========================
+push       always (default)      ``flush`` pushes a ``Tensor``    its I/O thread stores it
+                                 message per task                 (``put_many``): a parked
+                                                                  step resumes, a blocked
+                                                                  thread's condition wakes
+fold       the master's I/O      the partition's *last* sends to  the master stores them
+           thread runs the step  the master's task go in its      (``tensor_push``) before
+           (RunGraph ``fold``),  RunGraph reply (``fold_task``,   it counts the reply
+           one partition there   ``folded``): one message fewer
+early      a master thread       sends to the master's task go    the thread waiting in the
+           waits in its own      back as interim replies on the   master's partition polls
+           partition (RunGraph   request's connection             those connections and a
+           ``early``), one part  (``early_task``, ``send_early``  wake-up (``WaitHooks.
+           per remote task,      from the loop's ``respond``)     pump``): no I/O thread
+           run on the remote                                      hand-off on either side
+           I/O thread
+=========  ====================  ===============================  ==========================
+
+Beside the mode, a wait on a master's own thread runs ``WaitHooks.on_idle`` every
+IDLE_SLICE_S without a tensor: the master reads replies that arrived and pings its peers
+there, so a failure elsewhere aborts the wait. The hooks are handed to the worker as an
+argument (``Worker.run_graph(msg, hooks)``), never inside the message.
 """
 from __future__ import annotations
 
 import collections
 import threading
 import time
+from typing import Protocol
 
 from dtf.framework import errors
 from dtf.runtime.executor import MISSING
@@ -21,16 +51,25 @@ ORPHAN_S = 300.0
 _SWEEP_EVERY_S = 30.0
 
 
+class WaitHooks(Protocol):
+    """What a master's thread that waits in its own partition lends the partition's
+    rendezvous (blocking_step.BlockingStep is one): ``on_idle()``, called (outside the lock)
+    every IDLE_SLICE_S while a receive waits, notices a failed or dead peer; ``pump`` (or
+    None) owns the thread's sockets: ``pump.wait(timeout_s)`` polls them (tensors sent
+    ahead of a reply reach the wait without a thread hand-off), ``pump.wake()`` interrupts
+    it when another thread puts a tensor here, ``pump.owner`` is the thread it belongs to."""
+
+    pump: object
+
+    def on_idle(self) -> None: ...
+
+
 class StepRendezvous:
     def __init__(self, step_id, send_remote=None, local_task=""):
         self.step_id = step_id
-        # Called (outside the lock) every IDLE_SLICE_S while a receive waits: the master
-        # uses it to notice a failed or dead peer while its own partition is blocked.
+        # From the WaitHooks of a master in this process whose partition waits here on the
+        # thread that sent the step's RunGraphs (see the module's delivery modes).
         self.on_idle = None
-        # Set by a master in this process whose partition waits here on the thread that
-        # sent the step's RunGraphs: ``pump.wait(timeout_s)`` polls that thread's sockets
-        # (tensors sent ahead of a reply reach the wait without a thread hand-off), and
-        # ``pump.wake()`` interrupts it when another thread puts a tensor here.
         self.pump = None
         self._pumping = False
         self._items: dict = {}

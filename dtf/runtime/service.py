@@ -5,7 +5,6 @@ over the transport otherwise: a route per task, dtf.runtime.routes).
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 
@@ -40,7 +39,7 @@ class Peers:
         self._addresses = {task_name(j, i): a for j, ts in cluster.items() for i, a in ts.items()}
         self._local_task = local_task
         self._local = local_service
-        self._client = client or transport.Client()
+        self._client = self.client = client or transport.Client()  # its sockets are per thread
         self._pool = transport.HandlerPool(8, "dtf-peer")
         self._gpus: dict = {}
         self._thread_state = threading.local()
@@ -78,6 +77,10 @@ class Peers:
     def local_worker(self):
         return self._local.worker
 
+    def submit(self, fn, *args):
+        """``fn(*args)`` on the peers' pool: its Outcome (``result()`` waits for it)."""
+        return self._pool.call(fn, *args)
+
     def call(self, task, msg, timeout_s=None):
         return self._route(task).call(msg, timeout_s)
 
@@ -108,10 +111,6 @@ class Peers:
         except Exception as e:  # noqa: BLE001 - zmq errors on a closed context etc.
             raise errors.UnavailableError(None, None, f"Cannot reach {task} at {address}: {e}") from None
 
-    def _deliver(self, message):
-        """Tensors a remote part sent this task ahead of its reply (``early``)."""
-        self._local.worker.tensor_push(message)
-
     def _receive(self, task, address, rid, timeout_s, incarnation=None, on_interim=None):
         state = {"last_ping": 0.0, "last_log": 0.0}
         silence = SilentPeer()
@@ -141,101 +140,10 @@ class Peers:
         else:
             silence.answered()
 
-    def call_all(self, calls, timeout_ms, step_id):
-        """Runs one message per task concurrently: remote ones are sent first, this task's
-        partition runs on the calling thread, and their replies are read afterwards on the
-        same thread (no thread hops on the common path). While this task's partition waits
-        for tensors it keeps an eye on the remote replies, so an error or a dead peer
-        anywhere aborts the step everywhere instead of leaving receives blocked."""
-        timeout_s = None if not timeout_ms else timeout_ms / 1000.0 + 2.0
-        failure: list = []
-
-        def fail(task, e):
-            if not failure:
-                failure.append(e)
-                self._abort_step(calls, step_id, e, skip=task)
-
-        replies = [None] * len(calls)
-        services = [self._service(task) for task, _ in calls]
-        remote_tasks = [task for (task, _), svc in zip(calls, services) if svc is None]
-        # Tensors for this task come back ahead of the remote parts' replies, to this
-        # thread, when this task's partition is the step's only one in this process (it is
-        # what this thread waits in) and each remote task runs one part (one reply each).
-        send_early = (remote_tasks and len(set(remote_tasks)) == len(remote_tasks)
-                      and [t for (t, _), svc in zip(calls, services) if svc is not None] == [self._local_task])
-        remote, futures, inline = [], [], None
-        for i, ((task, msg), svc) in enumerate(zip(calls, services)):
-            if svc is None:
-                address = self.address(task)
-                if send_early:
-                    msg["early"] = self._local_task
-                remote.append((i, task, address, self._send(task, address, msg), msg.get("incarnation")))
-            elif task == self._local_task and inline is None:
-                inline = (i, task, svc, msg)
-            else:
-                futures.append((i, task, self._pool.call(svc.dispatch, msg)))
-        early: dict = {}
-        if inline is not None:
-            i, task, svc, msg = inline
-            if remote:
-                msg = dict(msg, _on_idle=self._watch(remote, early),
-                           _pump=_ReplyPump(self, remote, early) if send_early else None)
-            try:
-                replies[i] = svc.dispatch(msg)
-            except errors.OpError as e:
-                fail(task, e)
-        for i, task, address, rid, incarnation in remote:
-            if failure and i not in early:
-                self._client.forget(rid)  # aborted: its reply is not read
-                continue
-            try:
-                reply = early.get(i)
-                replies[i] = transport.raise_for_error(reply) if reply is not None else \
-                    self._receive(task, address, rid, timeout_s, incarnation, self._deliver)
-            except errors.OpError as e:
-                fail(task, e)
-        for i, task, fut in futures:
-            try:
-                replies[i] = fut.result()
-            except errors.OpError as e:
-                fail(task, e)
-        if failure:
-            raise failure[0]
-        return replies
-
-    def _watch(self, remote, early):
-        """An idle callback: collects remote replies that arrived and raises the first error
-        (or an UnavailableError when a peer stops answering pings)."""
-        state = {"last_ping": time.monotonic()}
-        silences = {i: SilentPeer() for i, *_ in remote}
-
-        def on_idle():
-            for i, task, address, rid, _ in remote:
-                if i in early:
-                    continue
-                reply = self._client.try_receive(address, rid, on_interim=self._deliver)
-                if reply is not None:
-                    early[i] = reply
-                    transport.raise_for_error(reply)
-            now = time.monotonic()
-            if now - state["last_ping"] >= transport.PING_EVERY_S:
-                state["last_ping"] = now
-                for i, task, address, rid, incarnation in remote:
-                    if i not in early:
-                        self._check_alive(task, address, incarnation, silences[i])
-
-        return on_idle
-
-    def _abort_step(self, calls, step_id, error, skip):
-        msg = {"type": "AbortStep", "step_id": step_id, "code": errors.CANCELLED,
-               "message": f"Step cancelled because another task failed: {error.message.splitlines()[0]}"}
-        for task, _ in calls:
-            if task == skip:
-                continue
-            try:
-                self._route(task).push(dict(msg))
-            except Exception:  # noqa: BLE001 - best effort
-                pass
+    def push(self, task, msg):
+        """A one-way message to ``task`` (e.g. AbortStep), best effort: raises when it
+        cannot be sent."""
+        self._route(task).push(msg)
 
     def push_tensors(self, task, step_id, items):
         """Delivers [(key, tensor)] of one step to ``task``'s rendezvous in one message."""
@@ -257,8 +165,9 @@ class Peers:
         self._gpus.clear()
 
     def wakeup(self) -> transport.Wakeup:
-        """This thread's wake-up that interrupts its _ReplyPump (the loop's own kind: its
-        descriptors close once nothing refers to it, never while a waker might use them)."""
+        """This thread's wake-up that interrupts its blocking_step._ReplyPump (the loop's own
+        kind: its descriptors close once nothing refers to it, never while a waker might use
+        them)."""
         wakeup = getattr(self._thread_state, "wakeup", None)
         if wakeup is None:
             wakeup = self._thread_state.wakeup = transport.Wakeup()
@@ -267,40 +176,6 @@ class Peers:
     def close(self):
         self._pool.shutdown()
         self._client.close()
-
-
-class _ReplyPump:
-    """How this task's partition waits for tensors (StepRendezvous.wait_any) on the thread
-    that sent the step's RunGraphs: it polls that thread's sockets to the remote parts, and
-    a wake-up another thread signals when it puts a tensor in the rendezvous. Remote parts
-    asked with ``early`` send this task's tensors ahead of their reply on those sockets, so
-    they reach the waiting thread without passing through the task's I/O thread (a thread
-    hand-off each way). Replies that arrive are kept for call_all; an error reply raises,
-    ending the wait as ``Peers._watch`` does."""
-
-    def __init__(self, peers, remote, early):
-        self._peers = peers
-        self._remote = remote
-        self._early = early
-        self._wakeup = peers.wakeup()
-        self.owner = threading.get_ident()  # the sockets' thread: only it may wait here
-
-    def wait(self, timeout_s):
-        client = self._peers._client
-        waiting = [(i, address, rid) for i, _, address, rid, _ in self._remote if i not in self._early]
-        wake_fd = self._wakeup.fileno()
-        polled = [client.reply_socket(address) for _, address, _ in waiting] + [wake_fd]
-        if wake_fd in transport.poll_readable(polled, max(0, math.ceil(timeout_s * 1000))):
-            self._wakeup.clear()
-        for i, address, rid in waiting:
-            reply = client.try_receive(address, rid, on_interim=self._peers._deliver)
-            if reply is not None:
-                self._early[i] = reply
-                transport.raise_for_error(reply)
-
-    def wake(self):
-        if threading.get_ident() != self.owner:  # not a tensor it delivered itself
-            self._wakeup.wake()
 
 
 class _GpuCounts:

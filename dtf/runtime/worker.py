@@ -163,9 +163,10 @@ class Worker:
             self._graphs.pop(msg["handle"], None)
         return {}
 
-    def run_graph(self, msg):
-        """Runs one registered partition for one step: feeds in, fetches out."""
-        step = self._graph_step(msg)
+    def run_graph(self, msg, hooks=None):
+        """Runs one registered partition for one step: feeds in, fetches out. ``hooks``
+        (rendezvous.WaitHooks): lent by a master whose thread runs this partition itself."""
+        step = self._graph_step(msg, hooks=hooks)
         t0 = time.thread_time()
         try:
             values = step.plan.run(step.ctx, step.feed_values, step.stats)
@@ -197,9 +198,9 @@ class Worker:
         _InlineRun(self, step, respond, loop).advance()
         return True
 
-    def _graph_step(self, msg, only_inline=False) -> "_GraphStep | None":
+    def _graph_step(self, msg, only_inline=False, hooks=None) -> "_GraphStep | None":
         """The step's plan and context; ``only_inline``: None unless the plan exists and
-        may run on the I/O thread (never compiles one there)."""
+        may run on the I/O thread (never compiles one there); ``hooks`` as in run_graph."""
         if msg.get("incarnation") not in (None, self.incarnation):
             raise errors.AbortedError(None, None, f"{self.task_name} has restarted since the graph "
                                       "was registered (incarnation changed)")
@@ -222,9 +223,8 @@ class Worker:
         if msg.get("timeout_ms"):
             deadline = time.monotonic() + msg["timeout_ms"] / 1000.0
         rendezvous = self.rendezvous.step(step_id, starting=True)
-        if msg.get("_on_idle") is not None:  # only set by a master in this process
-            rendezvous.on_idle = msg["_on_idle"]
-            rendezvous.pump = msg.get("_pump")
+        if hooks is not None:  # a rendezvous.WaitHooks
+            rendezvous.on_idle, rendezvous.pump = hooks.on_idle, hooks.pump
         parts = int(msg.get("task_partitions") or 1)
         fold = msg.get("fold")
         if isinstance(fold, str) and fold != self.task_name and parts == 1:

@@ -12,6 +12,28 @@ from dtf.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
 SHORT = tf.RunOptions(timeout_in_ms=200)
 
 
+class _ObservedCondition(threading.Condition):
+    """A resource's condition that tells when a kernel first waits on it."""
+
+    def __init__(self):
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout=None):
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+def _observe(sess, handle_op, create):
+    """The event set once a kernel of ``sess`` blocks on the resource ``handle_op`` makes
+    (``create``, a fetch that makes it, runs first). A test that starts a thread to block
+    waits for it instead of sleeping: the blocking path is then the one exercised."""
+    sess.run(create)
+    res = sess._backend._state.resources.lookup("", handle_op.name)
+    res.cond = _ObservedCondition()
+    return res.cond.waiting
+
+
 # -- queues ----------------------------------------------------------------------------
 def test_queue_op_names_dtypes_and_static_shapes():
     q = FIFOQueue(10, [tf.float32, tf.int32], shapes=[[2], []], name="q")
@@ -92,10 +114,11 @@ def test_blocked_dequeue_wakes_when_another_thread_enqueues():
     deq = q.dequeue()
     enq = q.enqueue(7)
     with tf.Session() as s:
+        blocked = _observe(s, q.queue_ref.op, q.size())
         got = []
         t = threading.Thread(target=lambda: got.append(s.run(deq)))
         t.start()
-        time.sleep(0.1)
+        assert blocked.wait(10)
         s.run(enq)
         t.join(5)
         assert got == [7]
@@ -128,9 +151,10 @@ def test_close_wakes_a_blocked_dequeue_with_out_of_range():
             except tf.errors.OutOfRangeError as e:
                 errs.append(e)
 
+        blocked = _observe(s, q.queue_ref.op, q.size())
         t = threading.Thread(target=consume)
         t.start()
-        time.sleep(0.1)
+        assert blocked.wait(10)
         s.run(close)
         t.join(5)
         assert not t.is_alive() and len(errs) == 1
@@ -149,9 +173,10 @@ def test_close_with_cancel_pending_enqueues_cancels_a_blocked_enqueue():
             except tf.errors.CancelledError as e:
                 errs.append(e)
 
+        blocked = _observe(s, q.queue_ref.op, q.size())
         t = threading.Thread(target=produce)
         t.start()
-        time.sleep(0.1)
+        assert blocked.wait(10)
         s.run(q.close(cancel_pending_enqueues=True))
         t.join(5)
         assert not t.is_alive() and len(errs) == 1
@@ -223,10 +248,11 @@ def test_take_blocks_until_enough_then_deadline_exceeded():
         with pytest.raises(tf.errors.DeadlineExceededError, match="accumulator"):
             s.run(take, options=SHORT)
         assert s.run(acc.num_accumulated()) == 1  # a timed-out take takes nothing
+        blocked = _observe(s, acc.accumulator_ref.op, acc.num_accumulated())
         got = []
         t = threading.Thread(target=lambda: got.append(s.run(take)))
         t.start()
-        time.sleep(0.1)
+        assert blocked.wait(10)
         s.run(acc.apply_grad(3.0))
         t.join(5)
         assert got == [2.0]

@@ -42,18 +42,30 @@ class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """A feature with any number of values per example, parsed into a tf.SparseTensor."""
 
 
-def _parse_infer(inputs, attrs):
-    lead = [] if attrs["_single"] else list(inputs[0].shape.as_list() or [None]) \
+def dense_layout(attrs):
+    """(inner shapes, variable flags) of the dense features. As in TF's op definitions, a
+    FixedLenSequenceFeature is a dense shape whose first dimension is unknown (-1)."""
+    shapes, variable = [], []
+    for shape in attrs["dense_shapes"]:
+        shape = list(shape)
+        var = bool(shape) and shape[0] in (None, -1)
+        shapes.append(shape[1:] if var else shape)
+        variable.append(var)
+    return shapes, variable
+
+
+def _parse_infer(inputs, attrs, single):
+    lead = [] if single else list(inputs[0].shape.as_list() or [None]) \
         if inputs[0].shape.ndims is not None else [None]
     # TF's output order: every sparse feature's indices, then values, then dense shapes.
-    rank = 1 if attrs["_single"] else 2
+    rank = 1 if single else 2
     sparse_types = attrs.get("sparse_types", [])
     sparse = ([(_dtypes.int64, TensorShape([None, rank]))] * len(sparse_types)
               + [(dt, TensorShape([None])) for dt in sparse_types]
               + [(_dtypes.int64, TensorShape([rank]))] * len(sparse_types))
+    shapes, variable = dense_layout(attrs)
     return sparse + [(dt, TensorShape(lead + ([None] if var else []) + list(shape)))
-                     for dt, shape, var in zip(attrs["Tdense"], attrs["dense_shapes"],
-                                               attrs["variable"])]
+                     for dt, shape, var in zip(attrs["Tdense"], shapes, variable)]
 
 
 @register_op("ParseSingleSequenceExample")
@@ -63,8 +75,10 @@ def _parse_sequence_infer(inputs, attrs):
                       for dt, shape in zip(attrs["Tsequence"], attrs["sequence_shapes"])]
 
 
-register_op("ParseExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": False}))
-register_op("ParseSingleExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": True}))
+# TF's signatures: ParseExample takes its keys as string inputs (serialized, names,
+# sparse_keys, dense_keys, dense_defaults); ParseSingleExample keeps them as attrs.
+register_op("ParseExample")(lambda inputs, attrs: _parse_infer(inputs, attrs, False))
+register_op("ParseSingleExample")(lambda inputs, attrs: _parse_infer(inputs, attrs, True))
 
 
 @register_op("DecodeRaw")
@@ -140,10 +154,19 @@ def _parse(op_type, serialized, features, name, default_name):
         serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
         keys, types, shapes, variable, defaults = _dense_specs(features, allow_sparse=True)
         sparse_keys, sparse_types = _sparse_specs(features)
-        op = _ops.make_op(op_type, [serialized] + defaults, {
-            "dense_keys": keys, "Tdense": types, "dense_shapes": shapes, "variable": variable,
-            "Ndense": len(keys), "sparse_keys": sparse_keys, "sparse_types": sparse_types,
-            "Nsparse": len(sparse_keys)}, name=op_type)
+        dense_shapes = [[None] + s if var else s for s, var in zip(shapes, variable)]
+        attrs = {"sparse_types": sparse_types, "Tdense": types, "dense_shapes": dense_shapes}
+        if op_type == "ParseExample":
+            names = _ops.convert_to_tensor(np.zeros([0], object), dtype=_dtypes.string, name="names")
+            key_inputs = [_ops.convert_to_tensor(k, dtype=_dtypes.string, name=f"{kind}_keys_{i}")
+                          for kind, ks in (("sparse", sparse_keys), ("dense", keys))
+                          for i, k in enumerate(ks)]
+            inputs = [serialized, names] + key_inputs + defaults
+            attrs.update(Nsparse=len(sparse_keys), Ndense=len(keys))
+        else:
+            inputs = [serialized] + defaults
+            attrs.update(num_sparse=len(sparse_keys), sparse_keys=sparse_keys, dense_keys=keys)
+        op = _ops.make_op(op_type, inputs, attrs, name=op_type)
     from dtf.ops.sparse_ops import SparseTensor
 
     outs, n = list(op.outputs), len(sparse_keys)

@@ -110,7 +110,14 @@ def attr_value(name: str, value) -> pb.AttrValue:
         return pb.AttrValue(tensor=make_tensor_proto(value))
     if isinstance(value, (list, tuple)):
         return pb.AttrValue(list=_list_value(name, list(value)))
-    raise TypeError(f"attr {name!r}: no GraphDef encoding for a {type(value).__name__} ({value!r})")
+    if isinstance(value, dict) and "nodes" in value:
+        # dtf's functional control flow (If/While and their gradients) keeps its branch and
+        # loop bodies as dtf function graphs, with a history output TF's ops lack.
+        raise TypeError(f"attr {name!r}: a dtf function body has no GraphDef encoding "
+                        "(graphs with tf.cond/tf.while_loop do not export yet)")
+    text = repr(value)
+    text = text if len(text) <= 200 else text[:200] + "..."
+    raise TypeError(f"attr {name!r}: no GraphDef encoding for a {type(value).__name__} ({text})")
 
 
 def _list_value(name, items) -> pb.ListValue:

@@ -27,7 +27,7 @@ with tf.Session() as sess:
         sess.run(init, feeds)
     for i, fetches in enumerate(spec["steps"]):
         vals = sess.run(fetches, feeds)
-        out[str(i)] = [np.asarray(v).tolist() if not isinstance(v, bytes) else v.decode()
+        out[str(i)] = [np.asarray(v).tolist() if not isinstance(v, bytes) else v.hex()
                        for v in vals]
     if spec.get("save"):
         sd = saver.saver_def
@@ -46,7 +46,12 @@ def _dtf_run(sess, spec, feeds):
 
 
 def _check(tmp_path, spec, feeds=None, restore=True, atol=1e-5):
-    """Saves the default graph's variables and meta graph; runs ``spec`` in dtf and TF."""
+    """Saves the default graph's variables and meta graph; runs ``spec`` in dtf and TF.
+
+    Steps listed in ``spec["racy"]`` are run but not compared: TF1's ref variables forward
+    their buffer through ``read``, so an update op may run before a gradient op of the same
+    step reads the variable, and TF's values after a training step vary run to run (dtf's
+    reads are snapshots). Gradients, fetched before the step, are compared instead."""
     feeds = feeds or {}
     meta = str(tmp_path / "model.meta")
     saver = tf.train.Saver(sharded=spec.pop("sharded", False)) if restore else None
@@ -63,6 +68,8 @@ def _check(tmp_path, spec, feeds=None, restore=True, atol=1e-5):
         np.savez(feeds_path, **{k.replace("/", "__"): v for k, v in feeds.items()})
     got = json.loads(run_tf(TF_RUN, meta, ckpt, feeds_path, json.dumps(spec)))
     for key, values in want.items():
+        if int(key) in spec.get("racy", ()):
+            continue
         for w, g in zip(values, got[key]):
             if isinstance(w, (list, float, int)) and not _is_text(w):
                 np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
@@ -100,9 +107,12 @@ def test_mlp_with_adam_summaries_and_a_sharded_saver(tmp_path):
     train = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=step, name="train")
     rng = np.random.RandomState(0)
     feeds = {"x:0": rng.randn(8, 3).astype(np.float32), "y:0": rng.randn(8, 1).astype(np.float32)}
-    spec = {"sharded": True, "steps": [["loss:0"], [train.name], ["loss:0", step.name]],
-            "save": str(tmp_path / "from_tf")}
+    grads = [g.name for g in tf.gradients(loss, tf.trainable_variables())]
+    spec = {"sharded": True, "steps": [["loss:0"] + grads, [train.name, merged.name],
+                                       ["loss:0", step.name]],
+            "racy": [1, 2], "save": str(tmp_path / "from_tf")}
     got = _check(tmp_path, spec, feeds)
+    assert got["2"][0] < got["0"][0] and got["2"][1] == 1
     assert got["saved"] == str(tmp_path / "from_tf")
     assert merged is not None
     reader = tf.train.load_checkpoint(got["saved"])  # TF's merged sharded save reads in dtf
@@ -154,3 +164,64 @@ def test_parse_example_pipeline(tmp_path):
             assert [x.decode() if isinstance(x, bytes) else x for x in np.asarray(w).reshape(-1)] == g, name
         else:
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), err_msg=name)
+
+
+def test_cnn_with_conv_pool_and_batch_norm_trains_as_in_dtf(tmp_path):
+    images = tf.placeholder(tf.float32, [None, 8, 8, 2], name="images")
+    labels = tf.placeholder(tf.int64, [None], name="labels")
+    h = tf.layers.conv2d(images, 4, 3, padding="same", name="conv")
+    h = tf.layers.batch_normalization(h, training=True, name="bn")
+    h = tf.nn.max_pool(tf.nn.relu(h), [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    h = tf.nn.avg_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    logits = tf.layers.dense(tf.reshape(h, [-1, 2 * 2 * 4]), 3, name="logits")
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits), name="loss")
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss, name="train")
+    rng = np.random.RandomState(1)
+    feeds = {"images:0": rng.randn(4, 8, 8, 2).astype(np.float32),
+             "labels:0": np.asarray([0, 1, 2, 1], np.int64)}
+    grads = [g.name for g in tf.gradients(loss, tf.trainable_variables())]
+    spec = {"steps": [["loss:0"] + grads, [train.name], ["loss:0"], ["bn/moving_mean:0"]],
+            "racy": [1, 2]}
+    got = _check(tmp_path, spec, feeds, atol=1e-4)
+    assert got["2"][0] < got["0"][0]
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="dtf's functional If/While keep dtf function bodies and a history "
+                          "output; they have no GraphDef form yet")
+def test_cond_and_while_loop(tmp_path):
+    x = tf.placeholder(tf.float32, [], name="x")
+    v = tf.Variable(2.0, name="v")
+    c = tf.cond(x > 0, lambda: x * v, lambda: x - v, name="c")
+    i, acc = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * 1.5 + x),
+                           [tf.constant(0), v], name="loop")
+    grad = tf.gradients(c + acc, v)[0]
+    spec = {"steps": [[c.name, i.name, acc.name, grad.name]]}
+    _check(tmp_path, spec, {"x:0": np.float32(3.0)})
+    spec = {"steps": [[c.name, acc.name]]}
+    _check(tmp_path, spec, {"x:0": np.float32(-1.0)})
+
+
+def test_embedding_lookup_with_a_partitioned_variable(tmp_path):
+    ids = tf.placeholder(tf.int64, [None], name="ids")
+    emb = tf.get_variable("emb", [10, 3], partitioner=tf.fixed_size_partitioner(3),
+                          initializer=tf.random_normal_initializer(seed=3))
+    looked = tf.nn.embedding_lookup(emb, ids, partition_strategy="div", name="looked")
+    loss = tf.reduce_sum(tf.square(looked), name="loss")
+    train = tf.train.AdagradOptimizer(0.5).minimize(loss, name="train")
+    spec = {"steps": [[looked.name], [train.name], ["loss:0"]]}
+    got = _check(tmp_path, spec, {"ids:0": np.asarray([0, 4, 9, 4], np.int64)})
+    assert len(got["0"][0]) == 4
+
+
+def test_queue_runner_graph(tmp_path):
+    q = tf.FIFOQueue(10, [tf.float32], shapes=[[2]], name="q")
+    enqueue = q.enqueue(tf.constant([1.0, 2.0]) * tf.Variable(3.0, name="scale"), name="enqueue")
+    tf.train.add_queue_runner(tf.train.QueueRunner(q, [enqueue]))
+    batch = q.dequeue_many(2, name="batch")
+    size = q.size(name="size")
+    spec = {"steps": [[enqueue.name], [enqueue.name], [size.name], [batch.name], [size.name]]}
+    got = _check(tmp_path, spec)
+    assert got["2"] == [2] and got["4"] == [0]

@@ -70,9 +70,12 @@ def _parse_infer(inputs, attrs, single):
 
 @register_op("ParseSingleSequenceExample")
 def _parse_sequence_infer(inputs, attrs):
-    context = [(dt, TensorShape(shape)) for dt, shape in zip(attrs["Tcontext"], attrs["context_shapes"])]
-    return context + [(dt, TensorShape([None] + list(shape)))
-                      for dt, shape in zip(attrs["Tsequence"], attrs["sequence_shapes"])]
+    # TF's signature: the keys are string inputs (context dense, feature list dense; dtf
+    # has no sparse ones here) and allow_missing is the missing_assumed_empty key vector.
+    context = [(dt, TensorShape(shape))
+               for dt, shape in zip(attrs["Tcontext_dense"], attrs["context_dense_shapes"])]
+    return context + [(dt, TensorShape([None] + list(shape))) for dt, shape
+                      in zip(attrs["feature_list_dense_types"], attrs["feature_list_dense_shapes"])]
 
 
 # TF's signatures: ParseExample takes its keys as string inputs (serialized, names,
@@ -215,10 +218,23 @@ def parse_single_sequence_example(serialized, context_features=None, sequence_fe
             stypes.append(dtype)
             sshapes.append(as_shape(f.shape).as_list())
             allow.append(bool(f.allow_missing))
-        op = _ops.make_op("ParseSingleSequenceExample", [serialized] + cdefaults, {
-            "context_keys": ckeys, "Tcontext": ctypes, "context_shapes": cshapes,
-            "sequence_keys": skeys, "Tsequence": stypes, "sequence_shapes": sshapes,
-            "sequence_allow_missing": allow}, name="ParseSingleSequenceExample")
+        def strings(values, name):
+            return _ops.convert_to_tensor(np.asarray(values, dtype=object).reshape(-1)
+                                          if name.endswith("empty") else values,
+                                          dtype=_dtypes.string, name=name)
+
+        missing = strings([k for k, a in zip(skeys, allow) if a],
+                          "feature_list_dense_missing_assumed_empty")
+        keys = ([strings(k, f"context_dense_keys_{i}") for i, k in enumerate(ckeys)]
+                + [strings(k, f"feature_list_dense_keys_{i}") for i, k in enumerate(skeys)])
+        debug_name = strings("" if example_name is None else example_name, "debug_name")
+        op = _ops.make_op("ParseSingleSequenceExample",
+                          [serialized, missing] + keys + cdefaults + [debug_name], {
+            "Ncontext_sparse": 0, "Ncontext_dense": len(ckeys), "Nfeature_list_sparse": 0,
+            "Nfeature_list_dense": len(skeys), "context_sparse_types": [],
+            "Tcontext_dense": ctypes, "feature_list_dense_types": stypes,
+            "context_dense_shapes": cshapes, "feature_list_sparse_types": [],
+            "feature_list_dense_shapes": sshapes}, name="ParseSingleSequenceExample")
     outs = list(op.outputs)
     return dict(zip(ckeys, outs[:len(ckeys)])), dict(zip(skeys, outs[len(ckeys):]))
 

@@ -138,10 +138,21 @@ def test_parse_example_pipeline(tmp_path):
                 "name": tf.FixedLenFeature([], tf.string)}
     parsed = tf.parse_example(serialized, features)
     one = tf.parse_single_example(serialized[0], features)
+    seq = tf.train.SequenceExample(
+        context=tf.train.Features(feature={"a": tf.train.Feature(
+            float_list=tf.train.FloatList(value=[1.5, 2.5]))}),
+        feature_lists=tf.train.FeatureLists(feature_list={"steps": tf.train.FeatureList(
+            feature=[tf.train.Feature(int64_list=tf.train.Int64List(value=[t, t + 1]))
+                     for t in range(3)])})).SerializeToString()
+    context, steps = tf.parse_single_sequence_example(
+        tf.constant(seq), context_features={"a": tf.FixedLenFeature([2], tf.float32)},
+        sequence_features={"steps": tf.FixedLenSequenceFeature([2], tf.int64),
+                           "gone": tf.FixedLenSequenceFeature([], tf.float32, allow_missing=True)})
     csv = tf.decode_csv(tf.constant(["1,2.5,x", "3,,y"]), [[0], [1.0], ["z"]], name="csv")
     fetches = [parsed["a"].name, parsed["ids"].values.name, parsed["ids"].indices.name,
                parsed["ids"].dense_shape.name, parsed["seq"].name, parsed["missing"].name,
-               one["a"].name, one["ids"].values.name, one["seq"].name] + [c.name for c in csv]
+               one["a"].name, one["ids"].values.name, one["seq"].name, context["a"].name,
+               steps["steps"].name, steps["gone"].name] + [c.name for c in csv]
     feeds = {"serialized:0": np.asarray(records, dtype=object)}
     rec_path = str(tmp_path / "records.npy")
     np.save(rec_path, np.asarray([r.hex() for r in records]))
@@ -228,11 +239,9 @@ def test_queue_runner_graph(tmp_path):
 
 
 # Op types whose dtf graphs do not travel yet: functional control flow and datasets keep
-# dtf function bodies / pipeline descriptions as attrs; ParseSingleSequenceExample keeps
-# its keys as attrs (TF 1.15 takes them as inputs); ValueOrInitial (initialized_value) is
-# dtf's own op where TF builds a cond.
-KNOWN_UNEXPORTABLE = {"If", "While", "OneShotIterator", "MakeIterator",
-                      "ParseSingleSequenceExample"}
+# dtf function bodies / pipeline descriptions as attrs; ValueOrInitial (initialized_value)
+# is dtf's own op where TF builds a cond.
+KNOWN_UNEXPORTABLE = {"If", "While", "OneShotIterator", "MakeIterator"}
 KNOWN_DTF_ONLY = {"ValueOrInitial"}
 
 TF_IMPORT_ALL = """

@@ -160,7 +160,23 @@ def _list_values(feature):
 
 
 @reference("ParseSingleSequenceExample")
-def parse_single_sequence_example(attrs, serialized, *context_defaults):
+def parse_single_sequence_example(attrs, serialized, missing, *rest):
+    # TF's signature; dtf builds no sparse context or feature list features.
+    if attrs.get("Ncontext_sparse", 0) or attrs.get("Nfeature_list_sparse", 0):
+        raise errors.UnimplementedError(None, None, "ParseSingleSequenceExample: dtf parses no "
+                                        "sparse context or feature list features")
+    nc, nf = int(attrs["Ncontext_dense"]), int(attrs["Nfeature_list_dense"])
+    missing = set(_key_list(np.asarray(missing, dtype=object).reshape(-1), "missing key"))
+    seq_keys = _key_list(rest[nc:nc + nf], "feature_list_dense_keys")
+    attrs = {"context_keys": _key_list(rest[:nc], "context_dense_keys"),
+             "Tcontext": attrs["Tcontext_dense"], "context_shapes": attrs["context_dense_shapes"],
+             "sequence_keys": seq_keys, "Tsequence": attrs["feature_list_dense_types"],
+             "sequence_shapes": attrs["feature_list_dense_shapes"],
+             "sequence_allow_missing": [k in missing for k in seq_keys]}
+    return _parse_sequence(attrs, serialized, rest[nc + nf:-1])
+
+
+def _parse_sequence(attrs, serialized, context_defaults):
     from dtf.io.example_pb import SequenceExample
     from dtf.framework.protowire import DecodeError as ProtoDecodeError
 

@@ -13,8 +13,9 @@ from . import dtypes
 from . import graph_pb as pb
 
 GRAPH_DEF_PRODUCER = 27  # a TF1-era GraphDef version: no consumer behaviour hangs on it
-_SHAPE_ATTRS = frozenset({"shape", "element_shape", "_output_shapes", "output_shapes",
-                          "shapes", "dense_shapes", "output_shape"})
+_SHAPE_LIST_ATTRS = frozenset({"shapes", "output_shapes", "_output_shapes", "dense_shapes",
+                               "context_dense_shapes", "feature_list_dense_shapes"})
+_SHAPE_ATTRS = frozenset({"shape", "element_shape", "output_shape"}) | _SHAPE_LIST_ATTRS
 
 
 # -- tensors -----------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def _dims(value):
 def attr_value(name: str, value) -> pb.AttrValue:
     """The AttrValue of one dtf attr."""
     if name in _SHAPE_ATTRS:
-        if name in ("shapes", "output_shapes", "_output_shapes", "dense_shapes"):
+        if name in _SHAPE_LIST_ATTRS:
             return pb.AttrValue(list=pb.ListValue(shape=[shape_proto(_dims(s)) for s in value]))
         return pb.AttrValue(shape=shape_proto(_dims(value)))
     if isinstance(value, dtypes.DType):
@@ -110,7 +111,14 @@ def attr_value(name: str, value) -> pb.AttrValue:
         return pb.AttrValue(tensor=make_tensor_proto(value))
     if isinstance(value, (list, tuple)):
         return pb.AttrValue(list=_list_value(name, list(value)))
-    raise TypeError(f"attr {name!r}: no GraphDef encoding for a {type(value).__name__} ({value!r})")
+    if isinstance(value, dict) and "nodes" in value:
+        # dtf's functional control flow (If/While and their gradients) keeps its branch and
+        # loop bodies as dtf function graphs, with a history output TF's ops lack.
+        raise TypeError(f"attr {name!r}: a dtf function body has no GraphDef encoding "
+                        "(graphs with tf.cond/tf.while_loop do not export yet)")
+    text = repr(value)
+    text = text if len(text) <= 200 else text[:200] + "..."
+    raise TypeError(f"attr {name!r}: no GraphDef encoding for a {type(value).__name__} ({text})")
 
 
 def _list_value(name, items) -> pb.ListValue:

@@ -42,29 +42,46 @@ class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """A feature with any number of values per example, parsed into a tf.SparseTensor."""
 
 
-def _parse_infer(inputs, attrs):
-    lead = [] if attrs["_single"] else list(inputs[0].shape.as_list() or [None]) \
+def dense_layout(attrs):
+    """(inner shapes, variable flags) of the dense features. As in TF's op definitions, a
+    FixedLenSequenceFeature is a dense shape whose first dimension is unknown (-1)."""
+    shapes, variable = [], []
+    for shape in attrs["dense_shapes"]:
+        shape = list(shape)
+        var = bool(shape) and shape[0] in (None, -1)
+        shapes.append(shape[1:] if var else shape)
+        variable.append(var)
+    return shapes, variable
+
+
+def _parse_infer(inputs, attrs, single):
+    lead = [] if single else list(inputs[0].shape.as_list() or [None]) \
         if inputs[0].shape.ndims is not None else [None]
     # TF's output order: every sparse feature's indices, then values, then dense shapes.
-    rank = 1 if attrs["_single"] else 2
+    rank = 1 if single else 2
     sparse_types = attrs.get("sparse_types", [])
     sparse = ([(_dtypes.int64, TensorShape([None, rank]))] * len(sparse_types)
               + [(dt, TensorShape([None])) for dt in sparse_types]
               + [(_dtypes.int64, TensorShape([rank]))] * len(sparse_types))
+    shapes, variable = dense_layout(attrs)
     return sparse + [(dt, TensorShape(lead + ([None] if var else []) + list(shape)))
-                     for dt, shape, var in zip(attrs["Tdense"], attrs["dense_shapes"],
-                                               attrs["variable"])]
+                     for dt, shape, var in zip(attrs["Tdense"], shapes, variable)]
 
 
 @register_op("ParseSingleSequenceExample")
 def _parse_sequence_infer(inputs, attrs):
-    context = [(dt, TensorShape(shape)) for dt, shape in zip(attrs["Tcontext"], attrs["context_shapes"])]
-    return context + [(dt, TensorShape([None] + list(shape)))
-                      for dt, shape in zip(attrs["Tsequence"], attrs["sequence_shapes"])]
+    # TF's signature: the keys are string inputs (context dense, feature list dense; dtf
+    # has no sparse ones here) and allow_missing is the missing_assumed_empty key vector.
+    context = [(dt, TensorShape(shape))
+               for dt, shape in zip(attrs["Tcontext_dense"], attrs["context_dense_shapes"])]
+    return context + [(dt, TensorShape([None] + list(shape))) for dt, shape
+                      in zip(attrs["feature_list_dense_types"], attrs["feature_list_dense_shapes"])]
 
 
-register_op("ParseExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": False}))
-register_op("ParseSingleExample")(lambda inputs, attrs: _parse_infer(inputs, {**attrs, "_single": True}))
+# TF's signatures: ParseExample takes its keys as string inputs (serialized, names,
+# sparse_keys, dense_keys, dense_defaults); ParseSingleExample keeps them as attrs.
+register_op("ParseExample")(lambda inputs, attrs: _parse_infer(inputs, attrs, False))
+register_op("ParseSingleExample")(lambda inputs, attrs: _parse_infer(inputs, attrs, True))
 
 
 @register_op("DecodeRaw")
@@ -140,10 +157,19 @@ def _parse(op_type, serialized, features, name, default_name):
         serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
         keys, types, shapes, variable, defaults = _dense_specs(features, allow_sparse=True)
         sparse_keys, sparse_types = _sparse_specs(features)
-        op = _ops.make_op(op_type, [serialized] + defaults, {
-            "dense_keys": keys, "Tdense": types, "dense_shapes": shapes, "variable": variable,
-            "Ndense": len(keys), "sparse_keys": sparse_keys, "sparse_types": sparse_types,
-            "Nsparse": len(sparse_keys)}, name=op_type)
+        dense_shapes = [[None] + s if var else s for s, var in zip(shapes, variable)]
+        attrs = {"sparse_types": sparse_types, "Tdense": types, "dense_shapes": dense_shapes}
+        if op_type == "ParseExample":
+            names = _ops.convert_to_tensor(np.zeros([0], object), dtype=_dtypes.string, name="names")
+            key_inputs = [_ops.convert_to_tensor(k, dtype=_dtypes.string, name=f"{kind}_keys_{i}")
+                          for kind, ks in (("sparse", sparse_keys), ("dense", keys))
+                          for i, k in enumerate(ks)]
+            inputs = [serialized, names] + key_inputs + defaults
+            attrs.update(Nsparse=len(sparse_keys), Ndense=len(keys))
+        else:
+            inputs = [serialized] + defaults
+            attrs.update(num_sparse=len(sparse_keys), sparse_keys=sparse_keys, dense_keys=keys)
+        op = _ops.make_op(op_type, inputs, attrs, name=op_type)
     from dtf.ops.sparse_ops import SparseTensor
 
     outs, n = list(op.outputs), len(sparse_keys)
@@ -192,10 +218,23 @@ def parse_single_sequence_example(serialized, context_features=None, sequence_fe
             stypes.append(dtype)
             sshapes.append(as_shape(f.shape).as_list())
             allow.append(bool(f.allow_missing))
-        op = _ops.make_op("ParseSingleSequenceExample", [serialized] + cdefaults, {
-            "context_keys": ckeys, "Tcontext": ctypes, "context_shapes": cshapes,
-            "sequence_keys": skeys, "Tsequence": stypes, "sequence_shapes": sshapes,
-            "sequence_allow_missing": allow}, name="ParseSingleSequenceExample")
+        def strings(values, name):
+            return _ops.convert_to_tensor(np.asarray(values, dtype=object).reshape(-1)
+                                          if name.endswith("empty") else values,
+                                          dtype=_dtypes.string, name=name)
+
+        missing = strings([k for k, a in zip(skeys, allow) if a],
+                          "feature_list_dense_missing_assumed_empty")
+        keys = ([strings(k, f"context_dense_keys_{i}") for i, k in enumerate(ckeys)]
+                + [strings(k, f"feature_list_dense_keys_{i}") for i, k in enumerate(skeys)])
+        debug_name = strings("" if example_name is None else example_name, "debug_name")
+        op = _ops.make_op("ParseSingleSequenceExample",
+                          [serialized, missing] + keys + cdefaults + [debug_name], {
+            "Ncontext_sparse": 0, "Ncontext_dense": len(ckeys), "Nfeature_list_sparse": 0,
+            "Nfeature_list_dense": len(skeys), "context_sparse_types": [],
+            "Tcontext_dense": ctypes, "feature_list_dense_types": stypes,
+            "context_dense_shapes": cshapes, "feature_list_sparse_types": [],
+            "feature_list_dense_shapes": sshapes}, name="ParseSingleSequenceExample")
     outs = list(op.outputs)
     return dict(zip(ckeys, outs[:len(ckeys)])), dict(zip(skeys, outs[len(ckeys):]))
 

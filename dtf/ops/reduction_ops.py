@@ -186,9 +186,21 @@ def _reduced_shape_infer(inputs, attrs):
 
 
 def reduced_shape_tensor(input_shape, axes, name=None):
-    """The shape a reduction over ``axes`` keeps when keep_dims=True (axes set to 1)."""
-    return _ops.make_tensor("ReducedShape", [input_shape, axes], {"T": input_shape.dtype},
-                            name=name or "ReducedShape")
+    """The shape a reduction over ``axes`` keeps when keep_dims=True (axes set to 1).
+
+    Built from TF's own ops as TF's math_ops.reduced_shape does (DynamicStitch of the
+    input shape and ones at ``axes``), so gradient graphs import into TF; the dtf-only
+    ReducedShape op stays registered for graphs dtf exported before."""
+    from dtf.ops import array_ops, math_ops
+    from dtf.ops.segment_ops import dynamic_stitch
+
+    with _ops.name_scope(name, "ReducedShape", [input_shape, axes]):
+        input_shape = math_ops.cast(input_shape, dtypes.int32)
+        axes = math_ops.cast(axes, dtypes.int32)
+        rank = array_ops.size(input_shape)
+        axes = math_ops.floormod(axes + rank, rank)
+        return dynamic_stitch([array_ops.range(rank), axes],
+                              [input_shape, array_ops.fill(array_ops.shape(axes), 1)])
 
 
 from . import reduction_grad  # noqa: E402,F401  (registers the gradients)

@@ -243,10 +243,14 @@ def restore_v2(prefix, tensor_names, shape_and_slices, dtypes_, name=None):
 
 def merge_v2_checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs=True, name=None):
     """Merges per-shard checkpoints into one checkpoint at ``destination_prefix``."""
-    inputs = list(checkpoint_prefixes) + [destination_prefix]
-    return _ops.make_op("MergeV2Checkpoints", inputs,
-                        {"N": len(checkpoint_prefixes), "delete_old_dirs": delete_old_dirs},
-                        name=name or "MergeV2Checkpoints")
+    # TF's op takes the shard prefixes as one string vector (gen_io_ops packs the list
+    # under the op's scope), so the graph imports into TF unchanged.
+    with _ops.name_scope(name, "MergeV2Checkpoints") as scope:
+        prefixes = convert(list(checkpoint_prefixes) if isinstance(checkpoint_prefixes, (list, tuple))
+                           else checkpoint_prefixes, "checkpoint_prefixes", dtype=dtypes.string)
+        destination_prefix = convert(destination_prefix, "destination_prefix", dtype=dtypes.string)
+        return _ops.make_op("MergeV2Checkpoints", [prefixes, destination_prefix],
+                            {"delete_old_dirs": bool(delete_old_dirs)}, name=scope)
 
 
 def sharded_filename(basename, shard, num_shards, name=None):

@@ -3,6 +3,8 @@ TensorSummaryV2 ops whose output is a serialized Summary, tagged like tf.summary
 Kernels: dtf/kernels/cpu/summary_media.py."""
 from __future__ import annotations
 
+import numpy as np
+
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.op_registry import NotDifferentiable, register_op
@@ -56,7 +58,8 @@ def image(name, tensor, max_outputs=3, collections=None, family=None):
             raise TypeError(f"Value passed to parameter 'tensor' has DataType {t.dtype.name} "
                             "not in list of allowed values: uint8, float32, float16, float64")
         return [t], {"T": t.dtype, "max_images": int(max_outputs),
-                     "bad_color": [255, 0, 0, 255]}
+                     # a uint8 tensor attr in TF's op definition, not a list of ints
+                     "bad_color": np.asarray([255, 0, 0, 255], np.uint8)}
     return _summary("ImageSummary", name, family, [tensor], build, collections)
 
 

@@ -355,9 +355,13 @@ def restore_v2(node):
 
 @register_kernel("MergeV2Checkpoints", "CPU")
 def merge_v2_checkpoints(node):
-    def compute(ctx, *inputs):
+    def compute(ctx, prefixes, destination):
+        prefixes = np.asarray(prefixes, dtype=object)
+        if prefixes.ndim != 1:
+            raise errors.InvalidArgumentError(
+                node.name, None, f"checkpoint_prefixes must be a vector, got shape {prefixes.shape}")
         try:
-            checkpoint_io.merge([_text(p) for p in inputs[:-1]], _text(inputs[-1]))
+            checkpoint_io.merge([_text(p) for p in prefixes], _text(destination))
         except OSError as e:
             raise os_errors.from_os_error(e, node_name=node.name) from None
 

@@ -55,8 +55,8 @@ def _values(key, dtype, kind, values, want, variable, index):
 def _parse(attrs, serialized, defaults, single):
     records = [serialized.item() if isinstance(serialized, np.ndarray) else serialized] if single \
         else list(np.asarray(serialized, dtype=object).reshape(-1))
-    keys, types, shapes = attrs["dense_keys"], attrs["Tdense"], attrs["dense_shapes"]
-    variable = attrs["variable"]
+    keys, types = attrs["dense_keys"], attrs["Tdense"]
+    shapes, variable = parsing_ops.dense_layout(attrs)
     sparse_keys, sparse_types = attrs.get("sparse_keys", []), attrs.get("sparse_types", [])
     columns = [[] for _ in keys]
     sparse_columns = [[] for _ in sparse_keys]
@@ -126,9 +126,24 @@ def _sparse_outputs(sparse_columns, sparse_types, single):
     return indices + values + shapes
 
 
+def _key_list(values, what):
+    keys = []
+    for v in values:
+        v = np.asarray(v, dtype=object)
+        if v.ndim != 0:
+            raise errors.InvalidArgumentError(None, None, f"Expected {what} to be a scalar, got "
+                                              f"shape: {list(v.shape)}")
+        keys.append(_record_bytes(v.item()).decode())
+    return keys
+
+
 @reference("ParseExample")
-def parse_example(attrs, serialized, *defaults):
-    return _parse(attrs, serialized, defaults, single=False)
+def parse_example(attrs, serialized, names, *rest):
+    # The keys arrive as inputs (TF's signature); in practice they are constants.
+    ns, nd = int(attrs["Nsparse"]), int(attrs["Ndense"])
+    attrs = {**attrs, "sparse_keys": _key_list(rest[:ns], "sparse_keys"),
+             "dense_keys": _key_list(rest[ns:ns + nd], "dense_keys")}
+    return _parse(attrs, serialized, rest[ns + nd:], single=False)
 
 
 @reference("ParseSingleExample")
@@ -145,7 +160,23 @@ def _list_values(feature):
 
 
 @reference("ParseSingleSequenceExample")
-def parse_single_sequence_example(attrs, serialized, *context_defaults):
+def parse_single_sequence_example(attrs, serialized, missing, *rest):
+    # TF's signature; dtf builds no sparse context or feature list features.
+    if attrs.get("Ncontext_sparse", 0) or attrs.get("Nfeature_list_sparse", 0):
+        raise errors.UnimplementedError(None, None, "ParseSingleSequenceExample: dtf parses no "
+                                        "sparse context or feature list features")
+    nc, nf = int(attrs["Ncontext_dense"]), int(attrs["Nfeature_list_dense"])
+    missing = set(_key_list(np.asarray(missing, dtype=object).reshape(-1), "missing key"))
+    seq_keys = _key_list(rest[nc:nc + nf], "feature_list_dense_keys")
+    attrs = {"context_keys": _key_list(rest[:nc], "context_dense_keys"),
+             "Tcontext": attrs["Tcontext_dense"], "context_shapes": attrs["context_dense_shapes"],
+             "sequence_keys": seq_keys, "Tsequence": attrs["feature_list_dense_types"],
+             "sequence_shapes": attrs["feature_list_dense_shapes"],
+             "sequence_allow_missing": [k in missing for k in seq_keys]}
+    return _parse_sequence(attrs, serialized, rest[nc + nf:-1])
+
+
+def _parse_sequence(attrs, serialized, context_defaults):
     from dtf.io.example_pb import SequenceExample
     from dtf.framework.protowire import DecodeError as ProtoDecodeError
 

@@ -151,9 +151,14 @@ def linear_model_sqrtn(tf):
 
 
 def _vocab_file(name, words):
+    import atexit
     import os
+    import shutil
     import tempfile
-    path = os.path.join(tempfile.mkdtemp(prefix="fc_vocab_"), name)
+    # Both TF and dtf read the file when the graph runs or is built, so it lives until exit.
+    folder = tempfile.mkdtemp(prefix="fc_vocab_")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as f:
         f.write("".join(f"{w}\n" for w in words))
     return path

@@ -11,4 +11,6 @@ from dtf.estimator.canned import (  # noqa: F401,E402
     LinearClassifier, LinearRegressor,
 )
 from dtf.estimator import export  # noqa: F401,E402
-from dtf.estimator.exporter import Exporter, FinalExporter, LatestExporter  # noqa: F401,E402
+from dtf.estimator.exporter import (  # noqa: F401,E402
+    BestExporter, Exporter, FinalExporter, LatestExporter,
+)

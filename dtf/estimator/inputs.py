@@ -9,7 +9,7 @@ import collections
 
 import numpy as np
 
-__all__ = ["numpy_input_fn"]
+__all__ = ["numpy_input_fn", "pandas_input_fn"]
 
 _TARGET_KEY = "__target_key__"
 _DIRECT_NP_INPUT = "__direct_np_input__"
@@ -34,6 +34,19 @@ def _unique_target_key(features):
     return target_key
 
 
+def batched_rows(columns, batch_size, num_epochs, shuffle, min_after_dequeue, drop_remainder):
+    """The next batch (a dict of tensors) of the rows of ``columns`` (name -> array), the
+    stream TF's feeding queues give: rows in order or drawn from a buffer of at least
+    ``min_after_dequeue`` rows, epochs back to back, batches crossing epoch boundaries."""
+    from dtf.data.dataset_ops import Dataset
+
+    dataset = Dataset.from_tensor_slices(dict(columns))
+    if shuffle:
+        dataset = dataset.shuffle(min_after_dequeue + batch_size)
+    dataset = dataset.repeat(num_epochs).batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.make_one_shot_iterator().get_next()
+
+
 def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000,
                    num_threads=1):
     """An input_fn returning (features, labels) batches drawn from numpy arrays: x a dict of
@@ -47,8 +60,6 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
             "thread) is not supported by dtf; use num_threads=1")
 
     def input_fn():
-        from dtf.data.dataset_ops import Dataset
-
         data = _validate_and_convert_features(x)
         feature_keys = list(data.keys())
         if y is None:
@@ -77,11 +88,8 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
             raise ValueError("Length of tensors in x and y is mismatched. All elements in x and y "
                              f"must have the same length.\nShapes in x: {x_shapes}\nShapes in y: "
                              f"{y_shapes}\n")
-        dataset = Dataset.from_tensor_slices(dict(data))
-        if shuffle:  # TF's queue keeps min_after_dequeue = capacity / 4 rows to draw from
-            dataset = dataset.shuffle(max(int(queue_capacity / 4), 1) + batch_size)
-        dataset = dataset.repeat(num_epochs).batch(batch_size, drop_remainder=False)
-        batch = dataset.make_one_shot_iterator().get_next()
+        batch = batched_rows(data, batch_size, num_epochs, shuffle,
+                             max(int(queue_capacity / 4), 1), drop_remainder=False)
         features = (batch[_DIRECT_NP_INPUT] if isinstance(x, np.ndarray)
                     else {k: batch[k] for k in feature_keys})
         if target_keys is None:
@@ -91,3 +99,6 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
         return features, {k: batch[k] for k in target_keys}
 
     return input_fn
+
+
+from dtf.estimator.pandas_io import pandas_input_fn  # noqa: E402,F401 - tf.estimator.inputs

@@ -9,10 +9,15 @@ from .columns import (
     _HashedCategoricalColumn, _IdentityCategoricalColumn, _IndicatorColumn, _NumericColumn,
     _VocabularyListCategoricalColumn, default_embedding_initializer,
 )
+from .columns_extra import (
+    _SharedEmbeddingColumn, _VocabularyFileCategoricalColumn, _WeightedCategoricalColumn,
+)
 from .layers import input_layer, linear_model  # noqa: F401
 
 __all__ = ["numeric_column", "bucketized_column", "categorical_column_with_identity",
            "categorical_column_with_hash_bucket", "categorical_column_with_vocabulary_list",
+           "categorical_column_with_vocabulary_file", "weighted_categorical_column",
+           "shared_embedding_columns",
            "crossed_column", "embedding_column", "indicator_column", "input_layer",
            "linear_model", "make_parse_example_spec"]
 
@@ -123,6 +128,107 @@ def categorical_column_with_vocabulary_list(key, vocabulary_list, dtype=None, de
     return _VocabularyListCategoricalColumn(key=key, vocabulary_list=vocab, dtype=dtype,
                                             default_value=int(default_value),
                                             num_oov_buckets=int(num_oov_buckets))
+
+
+def categorical_column_with_vocabulary_file(key, vocabulary_file, vocabulary_size=None,
+                                            num_oov_buckets=0, default_value=None,
+                                            dtype=_dtypes.string):
+    """The line number of each value in ``vocabulary_file`` (one key per line, the first
+    ``vocabulary_size`` lines; all when None); others get ``default_value`` or a hashed
+    bucket after the vocabulary (``num_oov_buckets``)."""
+    if not vocabulary_file:
+        raise ValueError(f"Missing vocabulary_file in {key}.")
+    if vocabulary_size is None:
+        from dtf import gfile
+        if not gfile.Exists(vocabulary_file):
+            raise ValueError(f"vocabulary_file in {key} does not exist.")
+        with gfile.GFile(vocabulary_file, "rb") as f:
+            vocabulary_size = sum(1 for _ in f)
+    if vocabulary_size < 1:
+        raise ValueError(f"Invalid vocabulary_size in {key}.")
+    if num_oov_buckets:
+        if default_value is not None:
+            raise ValueError(f"Can't specify both num_oov_buckets and default_value in {key}.")
+        if num_oov_buckets < 0:
+            raise ValueError(f"Invalid num_oov_buckets {num_oov_buckets} in {key}.")
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype != _dtypes.string and not dtype.is_integer:
+        raise ValueError(f"dtype must be string or integer. dtype: {dtype}, column_name: {key}")
+    _check_key(key)
+    return _VocabularyFileCategoricalColumn(
+        key=key, vocabulary_file=vocabulary_file, vocabulary_size=int(vocabulary_size),
+        num_oov_buckets=int(num_oov_buckets or 0),
+        default_value=-1 if default_value is None else int(default_value), dtype=dtype)
+
+
+def weighted_categorical_column(categorical_column, weight_feature_key, dtype=_dtypes.float32):
+    """``categorical_column``'s ids, each weighted by the value at the same place in
+    ``features[weight_feature_key]`` (zero weights drop their id)."""
+    dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+    if dtype is None or not (dtype.is_integer or dtype.is_floating):
+        raise ValueError(f"dtype {dtype} is not convertible to float.")
+    if not isinstance(categorical_column, _CategoricalColumn):
+        raise ValueError(f"categorical_column must be a _CategoricalColumn. Given: "
+                         f"{categorical_column}")
+    return _WeightedCategoricalColumn(categorical_column=categorical_column,
+                                      weight_feature_key=weight_feature_key, dtype=dtype)
+
+
+def shared_embedding_columns(categorical_columns, dimension, combiner="mean", initializer=None,
+                             shared_embedding_collection_name=None, ckpt_to_load_from=None,
+                             tensor_name_in_ckpt=None, max_norm=None, trainable=True):
+    """Embedding columns, one per categorical column (of one kind and bucket count), that
+    look up one shared table, made by the first and found through the collection
+    ``shared_embedding_collection_name`` (default: the sorted names joined by ``_``, then
+    ``_shared_embedding``)."""
+    if dimension is None or dimension < 1:
+        raise ValueError(f"Invalid dimension {dimension}.")
+    if (ckpt_to_load_from is None) != (tensor_name_in_ckpt is None):
+        raise ValueError("Must specify both `ckpt_to_load_from` and `tensor_name_in_ckpt` or "
+                         "none of them.")
+    if ckpt_to_load_from is not None:
+        raise ValueError("shared_embedding_columns: dtf does not support ckpt_to_load_from / "
+                         "tensor_name_in_ckpt; warm-start the table with WarmStartSettings")
+    if max_norm is not None:
+        raise ValueError("shared_embedding_columns: dtf does not support max_norm")
+    if initializer is not None and not callable(initializer):
+        raise ValueError("initializer must be callable if specified.")
+    if combiner not in ("mean", "sqrtn", "sum"):
+        raise ValueError(f"combiner must be one of 'mean', 'sqrtn' or 'sum', got {combiner!r}")
+    categorical_columns = list(categorical_columns)
+    # Sorted so that the default collection name does not depend on the order given.
+    sorted_columns = sorted(categorical_columns, key=lambda c: c.name)
+    c0 = sorted_columns[0]
+    if not isinstance(c0, _CategoricalColumn):
+        raise ValueError(f"All categorical_columns must be subclasses of _CategoricalColumn. "
+                         f"Given: {c0}, of type: {type(c0)}")
+    num_buckets = c0._num_buckets
+    if isinstance(c0, _WeightedCategoricalColumn):
+        c0 = c0.categorical_column
+    for c in sorted_columns[1:]:
+        if isinstance(c, _WeightedCategoricalColumn):
+            c = c.categorical_column
+        if not isinstance(c, type(c0)):
+            raise ValueError(
+                "To use shared_embedding_column, all categorical_columns must have the same "
+                "type, or be weighted_categorical_column or sequence column of the same type. "
+                f"Given column: {c0} of type: {type(c0)} does not match given column: {c} of "
+                f"type: {type(c)}")
+        if num_buckets != c._num_buckets:
+            raise ValueError(
+                "To use shared_embedding_column, all categorical_columns must have the same "
+                f"number of buckets. Given column: {c0} with buckets: {num_buckets} does  not "
+                f"match column: {c} with buckets: {c._num_buckets}")
+    if not shared_embedding_collection_name:
+        shared_embedding_collection_name = "_".join(c.name for c in sorted_columns)
+        shared_embedding_collection_name += "_shared_embedding"
+    initializer = initializer or default_embedding_initializer(dimension)
+    return [_SharedEmbeddingColumn(categorical_column=c, dimension=int(dimension),
+                                   combiner=combiner, initializer=initializer,
+                                   shared_embedding_collection_name=(
+                                       shared_embedding_collection_name),
+                                   trainable=trainable)
+            for c in categorical_columns]
 
 
 def crossed_column(keys, hash_bucket_size, hash_key=None):

@@ -224,46 +224,53 @@ class _VocabularyListCategoricalColumn(_CategoricalColumn):
         return SparseTensor(sp.indices, ids, sp.dense_shape)
 
     def _lookup(self, values):
-        # TF looks the keys up in an initialized hash table (index_table_from_tensor). Here
-        # a binary search over the sorted vocabulary (int64 keys, or the strings' 63-bit
-        # fingerprints) finds the candidate and an exact comparison confirms it: the same
-        # ids, no table state, and O(batch log vocabulary) work rather than a batch x
-        # vocabulary comparison.
-        import numpy as np
-        from dtf.ops.array_extra_ops import searchsorted
-        from dtf.ops.slicing_ops import gather
-
-        vocab = list(self.vocabulary_list)
-        if values.dtype == dtypes.string:
-            from dtf.framework.farmhash import fingerprint64
-            keys = [fingerprint64(v.encode()) % _FP_BUCKETS for v in vocab]
-            if len(set(keys)) != len(keys):   # two words, one 63-bit fingerprint: never seen
-                raise ValueError(f"vocabulary of column {self.key}: two words share a "
-                                 "fingerprint; dtf cannot look them up apart")
-            probe = feature_ops.string_to_hash_bucket_fast(values, _FP_BUCKETS)
-        else:
-            keys = vocab
-            probe = values
-        order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
-        sorted_keys = _ops.convert_to_tensor(np.asarray(keys, np.int64)[order], name="keys")
-        sorted_vocab = _ops.convert_to_tensor(np.asarray(vocab, dtype=object if values.dtype ==
-                                                         dtypes.string else np.int64)[order],
-                                              dtype=values.dtype, name="vocabulary")
-        pos = math_ops.minimum(searchsorted(sorted_keys, probe, out_type=dtypes.int64),
-                               len(vocab) - 1)
-        found = math_ops.equal(gather(sorted_vocab, pos), values)
-        index = gather(_ops.convert_to_tensor(order.astype(np.int64), name="ids"), pos)
-        if self.num_oov_buckets:
-            text = values if values.dtype == dtypes.string else feature_ops.as_string_int(values)
-            missing = feature_ops.string_to_hash_bucket_fast(text, self.num_oov_buckets) + len(
-                self.vocabulary_list)
-        else:
-            missing = array_ops.fill(array_ops.shape(values),
-                                     _ops.convert_to_tensor(self.default_value, dtypes.int64))
-        return math_ops.where(found, index, missing, name="hash_table_Lookup")
+        return vocabulary_lookup(values, self.vocabulary_list, self.num_oov_buckets,
+                                 self.default_value, self.key)
 
     def _get_sparse_tensors(self, builder, weight_collections=None, trainable=None):
         return IdWeightPair(builder.get(self), None)
+
+
+def vocabulary_lookup(values, vocabulary_list, num_oov_buckets, default_value, key):
+    """The index in ``vocabulary_list`` of each of ``values`` (int64 or string); values not
+    in it get a hashed bucket after the vocabulary, or ``default_value``."""
+    # TF looks the keys up in an initialized hash table (index_table_from_tensor). Here
+    # a binary search over the sorted vocabulary (int64 keys, or the strings' 63-bit
+    # fingerprints) finds the candidate and an exact comparison confirms it: the same
+    # ids, no table state, and O(batch log vocabulary) work rather than a batch x
+    # vocabulary comparison.
+    import numpy as np
+    from dtf.ops.array_extra_ops import searchsorted
+    from dtf.ops.slicing_ops import gather
+
+    vocab = list(vocabulary_list)
+    if values.dtype == dtypes.string:
+        from dtf.framework.farmhash import fingerprint64
+        keys = [fingerprint64(v.encode()) % _FP_BUCKETS for v in vocab]
+        if len(set(keys)) != len(keys):   # two words, one 63-bit fingerprint: never seen
+            raise ValueError(f"vocabulary of column {key}: two words share a "
+                             "fingerprint; dtf cannot look them up apart")
+        probe = feature_ops.string_to_hash_bucket_fast(values, _FP_BUCKETS)
+    else:
+        keys = vocab
+        probe = values
+    order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
+    sorted_keys = _ops.convert_to_tensor(np.asarray(keys, np.int64)[order], name="keys")
+    sorted_vocab = _ops.convert_to_tensor(np.asarray(vocab, dtype=object if values.dtype ==
+                                                     dtypes.string else np.int64)[order],
+                                          dtype=values.dtype, name="vocabulary")
+    pos = math_ops.minimum(searchsorted(sorted_keys, probe, out_type=dtypes.int64),
+                           len(vocab) - 1)
+    found = math_ops.equal(gather(sorted_vocab, pos), values)
+    index = gather(_ops.convert_to_tensor(order.astype(np.int64), name="ids"), pos)
+    if num_oov_buckets:
+        text = values if values.dtype == dtypes.string else feature_ops.as_string_int(values)
+        missing = feature_ops.string_to_hash_bucket_fast(text, num_oov_buckets) + len(
+            vocabulary_list)
+    else:
+        missing = array_ops.fill(array_ops.shape(values),
+                                 _ops.convert_to_tensor(default_value, dtypes.int64))
+    return math_ops.where(found, index, missing, name="hash_table_Lookup")
 
 
 def _var_len(key, dtype):
@@ -328,10 +335,14 @@ class _IndicatorColumn(_DenseColumn):
         from dtf.ops.slicing_ops import one_hot
         from dtf.ops.sparse_ops import sparse_tensor_to_dense
         from dtf.ops.reduction_ops import reduce_sum
-        ids = self.categorical_column._get_sparse_tensors(builder).id_tensor
-        dense = sparse_tensor_to_dense(ids, default_value=-1)
+        pair = self.categorical_column._get_sparse_tensors(builder)
+        dense = sparse_tensor_to_dense(pair.id_tensor, default_value=-1)
         onehot = one_hot(dense, depth=self.categorical_column._num_buckets, on_value=1.0,
                          off_value=0.0)
+        if pair.weight_tensor is not None:
+            # A weighted column gives each id's weight in its slot (TF's sparse_merge).
+            weights = sparse_tensor_to_dense(pair.weight_tensor, default_value=0.0)
+            onehot = onehot * array_ops.expand_dims(math_ops.cast(weights, dtypes.float32), -1)
         return reduce_sum(onehot, axis=[-2])   # an id given twice counts twice, as in TF
 
     def _get_dense_tensor(self, builder, weight_collections=None, trainable=None):

@@ -148,3 +148,75 @@ def linear_model_mean(tf):
 @case
 def linear_model_sqrtn(tf):
     return _linear_model_combiner(tf, "sqrtn")
+
+
+def _vocab_file(name, words):
+    import atexit
+    import os
+    import shutil
+    import tempfile
+    # Both TF and dtf read the file when the graph runs or is built, so it lives until exit.
+    folder = tempfile.mkdtemp(prefix="fc_vocab_")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(f"{w}\n" for w in words))
+    return path
+
+
+@case
+def vocabulary_file_oov_default_and_size(tf):
+    fc = tf.feature_column
+    words = _vocab_file("words.txt", ["paris", "rome", "oslo", "naïve", "lima"])
+    numbers = _vocab_file("numbers.txt", [1, 3, 7, 12])
+    feats = {"a": tf.constant([["rome", "tokyo"], ["paris", ""], ["", ""], ["naïve", "lima"]]),
+             "b": tf.constant([["rome"], ["nowhere"], ["paris"], ["lima"]]),
+             "c": tf.constant([[3, 10], [-1, 7], [1, 1], [12, -1]], dtype=tf.int64)}
+    a = fc.categorical_column_with_vocabulary_file("a", words, num_oov_buckets=3)
+    # only the first 3 lines: lima is out of the vocabulary and takes default_value
+    b = fc.categorical_column_with_vocabulary_file("b", words, vocabulary_size=3,
+                                                   default_value=1)
+    c = fc.categorical_column_with_vocabulary_file("c", numbers, num_oov_buckets=2,
+                                                   dtype=tf.int64)
+    cols = [fc.indicator_column(col) for col in (a, b, c)]
+    lin = fc.linear_model(feats, [a, c], units=2)
+    return _run(tf, {"dense": fc.input_layer(feats, cols), "linear": lin}, seed=4)
+
+
+@case
+def weighted_categorical_columns(tf):
+    fc = tf.feature_column
+    feats = {"w": tf.constant([["paris", "rome"], ["", "oslo"], ["", ""], ["lima", "paris"]]),
+             "ww": tf.constant([[0.5, 2.0], [0.0, 3.0], [0.0, 0.0], [4.0, 1.5]]),
+             "id": tf.constant([[0, 3], [2, 1], [1, -1], [3, 3]], dtype=tf.int64),
+             "iw": tf.constant([[1, 2], [3, 4], [5, 0], [1, 1]], dtype=tf.int64)}
+    # TF pairs ids and weights by position: a missing id ('' or -1) has weight 0 there.
+    w = fc.weighted_categorical_column(fc.categorical_column_with_vocabulary_list(
+        "w", ["paris", "rome", "oslo"], num_oov_buckets=1), "ww")
+    i = fc.weighted_categorical_column(fc.categorical_column_with_identity("id", 4), "iw",
+                                       dtype=tf.int64)
+    dense = fc.input_layer(feats, [fc.indicator_column(w), fc.embedding_column(i, 2)])
+    lin = fc.linear_model(feats, [w, i], units=1, sparse_combiner="mean")
+    return _run(tf, {"dense": dense, "linear": lin}, seed=5)
+
+
+@case
+def shared_embedding_columns_one_table(tf):
+    fc = tf.feature_column
+    table = np.arange(15, dtype=np.float32).reshape(5, 3) / 10.0
+    feats = {"q": tf.constant([[0, 4], [2, -1], [-1, -1]], dtype=tf.int64),
+             "d": tf.constant([[1, 1], [3, 0], [2, -1]], dtype=tf.int64),
+             "e": tf.constant([["x"], ["y"], [""]]),
+             "ew": tf.constant([[2.0], [0.5], [0.0]])}
+    q = fc.categorical_column_with_identity("q", 5)
+    d = fc.categorical_column_with_identity("d", 5)
+    shared = fc.shared_embedding_columns([q, d], 3, combiner="sum",
+                                         initializer=tf.constant_initializer(table))
+    e = fc.weighted_categorical_column(fc.categorical_column_with_hash_bucket("e", 4), "ew")
+    f = fc.categorical_column_with_hash_bucket("e", 4)
+    named = fc.shared_embedding_columns([f, e], 2, shared_embedding_collection_name="words",
+                                        initializer=tf.constant_initializer(0.25))
+    out = fc.input_layer(feats, shared + named)
+    w = tf.get_collection("d_q_shared_embedding")[0]
+    g = tf.convert_to_tensor(tf.gradients(tf.reduce_sum(out * out), w)[0])
+    return _run(tf, {"out": out, "grad": g})

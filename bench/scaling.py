@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from bench.cluster import REPO, SERVER_MODULES, free_port, quiet_env, stop_process, wait_for_output
+from bench.cluster import REPO, SERVER_COMMANDS, free_port, quiet_env, stop_process, wait_for_output
 from bench.run import DEFAULT_TF_PYTHON
 from bench.training import _collect
 
@@ -117,7 +117,7 @@ class Tasks:
     def start(self):
         for (job, i), slot in self.slots.items():
             log_path = os.path.join(self.log_dir, f"{job}-{i}.log")
-            proc = self.popen(slot, [self.python, "-m", SERVER_MODULES[self.impl],
+            proc = self.popen(slot, [self.python, *SERVER_COMMANDS[self.impl],
                                      f"--cluster_spec={self.flags_spec}", f"--job_name={job}",
                                      f"--task_index={i}"], log_path)
             self.procs.append(proc)
@@ -182,7 +182,7 @@ def train(impl: str, python: str, workers: int, ps: int, steps: int, env: dict, 
         for i in range(ps):
             log_path = os.path.join(cluster.log_dir, f"ps-{i}.log")
             proc = cluster.popen(cluster.slots[("ps", i)], [
-                python, "-m", SERVER_MODULES[impl], f"--cluster_spec={cluster.flags_spec}",
+                python, *SERVER_COMMANDS[impl], f"--cluster_spec={cluster.flags_spec}",
                 "--job_name=ps", f"--task_index={i}"], log_path)
             cluster.procs.append(proc)
             wait_for_output(proc, log_path, "listening on", 60.0, f"{impl} task ps:{i}")

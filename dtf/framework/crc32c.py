@@ -30,6 +30,7 @@ def _make_table():
 
 _TABLE = _make_table()
 _jit_extend = None
+_jit_frame = None
 
 
 def _python_extend(crc: int, data) -> int:
@@ -73,7 +74,56 @@ def _numba_extend():
 
         tables = _slicing_tables()
         _jit_extend = lambda crc, data: int(loop(np.uint32(crc), data, tables))  # noqa: E731
+        _make_frame(loop, tables)
     return _jit_extend
+
+
+def _make_frame(loop, tables):
+    global _jit_frame
+    from numba import njit
+
+    @njit(cache=True, nogil=True)
+    def masked(data, t):
+        crc = loop(np.uint32(0xFFFFFFFF), data, t) ^ np.uint32(0xFFFFFFFF)
+        return ((((crc >> 15) | (crc << 17)) & np.uint32(0xFFFFFFFF)) + np.uint32(_MASK_DELTA)) \
+            & np.uint32(0xFFFFFFFF)
+
+    @njit(cache=True, nogil=True)
+    def u32(data, i):
+        return (np.uint32(data[i]) | (np.uint32(data[i + 1]) << 8)
+                | (np.uint32(data[i + 2]) << 16) | (np.uint32(data[i + 3]) << 24))
+
+    @njit(cache=True, nogil=True)
+    def frame(data, t, starts, lengths):
+        # TFRecord frames (uint64 length, masked CRC of it, data, masked CRC of the data)
+        # complete at the front of ``data``, both CRCs checked. Returns (records found,
+        # offset after them, 1 if the frame at that offset is corrupted else 0).
+        n = data.size
+        pos = 0
+        k = 0
+        while k < starts.size and pos + 12 <= n:
+            length = np.int64(u32(data, pos)) | (np.int64(u32(data, pos + 4)) << 32)
+            if masked(data[pos:pos + 8], t) != u32(data, pos + 8):
+                return k, pos, 1
+            if length > n - pos - 16:
+                break
+            if masked(data[pos + 12:pos + 12 + length], t) != u32(data, pos + 12 + length):
+                return k, pos, 1
+            starts[k] = pos + 12
+            lengths[k] = length
+            k += 1
+            pos += 16 + length
+        return k, pos, 0
+
+    _jit_frame = lambda data, starts, lengths: frame(data, tables, starts, lengths)  # noqa: E731
+
+
+def frame_records(data, starts, lengths):
+    """TFRecord frames at the front of the uint8 array ``data``, CRCs checked in one
+    compiled pass: (count, end offset, corrupted) with each record's offset and length
+    written to ``starts`` and ``lengths`` (at most their size)."""
+    _numba_extend()
+    return _jit_frame(data, starts, lengths)
 
 
 def extend(crc: int, data) -> int:

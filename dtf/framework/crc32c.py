@@ -4,7 +4,7 @@ Small buffers (event records, index blocks) go through a table loop in plain Pyt
 ones (checkpoint tensors) through a slicing-by-8 loop compiled by Numba. Measured here on
 25 MB: the Python loop ~10 MB/s (a 100 MB checkpoint would take ten seconds), Numba's
 byte-at-a-time loop ~150 MB/s, slicing-by-8 ~1.5 GB/s. Numba is imported only the first
-time a buffer is that large.
+time a buffer is that large or a TFRecord file is read (dtf/framework/crc32c_jit.py).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _make_table():
 
 _TABLE = _make_table()
 _jit_extend = None
-_jit_frame = None
+_jit_frame = None  # set with _jit_extend
 
 
 def _python_extend(crc: int, data) -> int:
@@ -51,71 +51,15 @@ def _slicing_tables() -> np.ndarray:
 
 
 def _numba_extend():
-    global _jit_extend
+    global _jit_extend, _jit_frame
     if _jit_extend is None:
-        from numba import njit
-
-        @njit(cache=True, nogil=True)
-        def loop(crc, data, t):
-            # Eight bytes per step through eight tables (~4x the byte-at-a-time loop).
-            n = data.size
-            i = 0
-            while i + 8 <= n:
-                crc ^= (np.uint32(data[i]) | (np.uint32(data[i + 1]) << 8)
-                        | (np.uint32(data[i + 2]) << 16) | (np.uint32(data[i + 3]) << 24))
-                crc = (t[7, crc & 0xFF] ^ t[6, (crc >> 8) & 0xFF] ^ t[5, (crc >> 16) & 0xFF]
-                       ^ t[4, crc >> 24] ^ t[3, data[i + 4]] ^ t[2, data[i + 5]]
-                       ^ t[1, data[i + 6]] ^ t[0, data[i + 7]])
-                i += 8
-            while i < n:
-                crc = t[0, (crc ^ data[i]) & 0xFF] ^ (crc >> 8)
-                i += 1
-            return crc
+        from dtf.framework import crc32c_jit  # imports Numba
 
         tables = _slicing_tables()
+        loop, frame = crc32c_jit.loop, crc32c_jit.frame
+        _jit_frame = lambda data, starts, lengths: frame(data, tables, starts, lengths)  # noqa: E731
         _jit_extend = lambda crc, data: int(loop(np.uint32(crc), data, tables))  # noqa: E731
-        _make_frame(loop, tables)
     return _jit_extend
-
-
-def _make_frame(loop, tables):
-    global _jit_frame
-    from numba import njit
-
-    @njit(cache=True, nogil=True)
-    def masked(data, t):
-        crc = loop(np.uint32(0xFFFFFFFF), data, t) ^ np.uint32(0xFFFFFFFF)
-        return ((((crc >> 15) | (crc << 17)) & np.uint32(0xFFFFFFFF)) + np.uint32(_MASK_DELTA)) \
-            & np.uint32(0xFFFFFFFF)
-
-    @njit(cache=True, nogil=True)
-    def u32(data, i):
-        return (np.uint32(data[i]) | (np.uint32(data[i + 1]) << 8)
-                | (np.uint32(data[i + 2]) << 16) | (np.uint32(data[i + 3]) << 24))
-
-    @njit(cache=True, nogil=True)
-    def frame(data, t, starts, lengths):
-        # TFRecord frames (uint64 length, masked CRC of it, data, masked CRC of the data)
-        # complete at the front of ``data``, both CRCs checked. Returns (records found,
-        # offset after them, 1 if the frame at that offset is corrupted else 0).
-        n = data.size
-        pos = 0
-        k = 0
-        while k < starts.size and pos + 12 <= n:
-            length = np.int64(u32(data, pos)) | (np.int64(u32(data, pos + 4)) << 32)
-            if masked(data[pos:pos + 8], t) != u32(data, pos + 8):
-                return k, pos, 1
-            if length > n - pos - 16:
-                break
-            if masked(data[pos + 12:pos + 12 + length], t) != u32(data, pos + 12 + length):
-                return k, pos, 1
-            starts[k] = pos + 12
-            lengths[k] = length
-            k += 1
-            pos += 16 + length
-        return k, pos, 0
-
-    _jit_frame = lambda data, starts, lengths: frame(data, tables, starts, lengths)  # noqa: E731
 
 
 def frame_records(data, starts, lengths):

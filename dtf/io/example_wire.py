@@ -127,6 +127,8 @@ def _length(data, pos, end):
     b = data[pos]
     if b < 0x80:
         n, pos = b, pos + 1
+    elif pos + 1 < end and data[pos + 1] < 0x80:  # 128..16383 bytes: an image, a feature map
+        n, pos = (b & 0x7F) | (data[pos + 1] << 7), pos + 2
     else:
         n, pos = decode_varint(data, pos)
     if pos + n > end:

@@ -9,27 +9,18 @@ from __future__ import annotations
 import struct
 
 from dtf.framework import errors
-from dtf.framework.crc32c import crc32c, load_compiled, masked_crc32c  # noqa: F401 - crc32c re-exported
+import numpy as np
+
+from dtf.framework.crc32c import crc32c, frame_records, load_compiled, masked_crc32c  # noqa: F401 - crc32c re-exported
+
+_CHUNK = 1 << 20  # bytes read at a time: records are framed and checked a chunk at a time
+_FRAMES = 4096  # records framed per compiled call
 
 
 def encode_record(data: bytes) -> bytes:
     header = struct.pack("<Q", len(data))
     return (header + struct.pack("<I", masked_crc32c(header)) + data
             + struct.pack("<I", masked_crc32c(data)))
-
-
-def _read_exact(f, n: int, offset: int, allow_eof: bool) -> bytes | None:
-    chunk = f.read(n)
-    if len(chunk) == n:
-        return chunk
-    if allow_eof and not chunk:
-        return None
-    raise errors.DataLossError(None, None, f"truncated record at {offset}")
-
-
-def _check(data: bytes, stored: bytes, offset: int):
-    if struct.unpack("<I", stored)[0] != masked_crc32c(data):
-        raise errors.DataLossError(None, None, f"corrupted record at {offset}")
 
 
 def read_records(path: str):
@@ -39,16 +30,37 @@ def read_records(path: str):
 
 
 def iter_records(f):
-    """Yields each record's data from the binary file object ``f``."""
-    load_compiled()
-    offset = 0
+    """Yields each record's data from the binary file object ``f``.
+
+    The file is read a chunk at a time and each chunk's frames are found and both CRCs
+    checked in one compiled pass: reading record by record (two reads, two CRC calls, each
+    a few microseconds) was most of a TFRecordReader's time per record. Errors come at the
+    record they concern, after the good records before it."""
+    offset = 0  # file offset of buf[0]
+    buf = b""
+    starts = np.empty(_FRAMES, np.int64)
+    lengths = np.empty(_FRAMES, np.int64)
     while True:
-        header = _read_exact(f, 12, offset, allow_eof=True)
-        if header is None:
+        need = _CHUNK
+        if len(buf) >= 12:  # a record larger than a chunk (its header is checked): the rest at once
+            need = max(need, 16 + struct.unpack_from("<Q", buf)[0] - len(buf))
+        more = f.read(need)
+        if more:
+            buf = buf + more if buf else more
+        elif not buf:
             return
-        _check(header[:8], header[8:], offset)
-        (length,) = struct.unpack("<Q", header[:8])
-        body = _read_exact(f, length + 4, offset, allow_eof=False)
-        _check(body[:length], body[length:], offset)
-        yield body[:length]
-        offset += 12 + length + 4
+        while True:
+            count, end, corrupted = frame_records(np.frombuffer(buf, np.uint8), starts, lengths)
+            for s, n in zip(starts[:count].tolist(), lengths[:count].tolist()):
+                yield buf[s:s + n]
+            if corrupted:
+                raise errors.DataLossError(None, None, f"corrupted record at {offset + end}")
+            if end:
+                buf = buf[end:]
+                offset += end
+            if count < _FRAMES:
+                break
+        if not more:
+            if buf:
+                raise errors.DataLossError(None, None, f"truncated record at {offset}")
+            return

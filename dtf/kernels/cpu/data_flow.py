@@ -81,6 +81,9 @@ class _Waitable:
     def _notify(self):
         """Wakes blocked kernels and parked steps (call holding ``cond``)."""
         self.cond.notify_all()
+        self._resume_parked()
+
+    def _resume_parked(self):
         if self.waiters:
             waiters, self.waiters = self.waiters, []
             for resume in waiters:
@@ -115,6 +118,11 @@ class QueueResource(_Resource, _Waitable):
         self.shapes = [tuple(s) for s in attrs.get("shapes") or []] or None
         self.items = collections.deque()
         self._init_waiting()
+        # How many elements each blocked dequeuing thread waits for: an enqueue wakes the
+        # threads only once one of them can go on. Waking the consumer of a shuffle_batch
+        # (waiting for batch + min_after_dequeue) on every enqueued record made it and the
+        # enqueue threads hand the GIL and the lock back and forth per record.
+        self.dequeue_needs: list = []
         self.closed = False
         self.cancel_enqueues = False
 
@@ -155,17 +163,29 @@ class QueueResource(_Resource, _Waitable):
                         node.name, None, f"Enqueue operation was cancelled: {self.kind} '{self.name}' "
                         "was closed")
                 self.items.append(el)
-                self._notify()
+                self._notify_enqueued()
+
+    def _notify_enqueued(self):
+        """An enqueue only unblocks dequeuers (and parked steps, which re-check themselves)."""
+        needs = self.dequeue_needs
+        if needs and len(self.items) >= min(needs):
+            self.cond.notify_all()
+        self._resume_parked()
 
     min_after_dequeue = 0  # elements kept back until the queue closes (RandomShuffleQueue)
 
     def dequeue(self, ctx, n, timeout_ms, node, up_to=False):
         """``n`` elements; with ``up_to``, what is left (at least one) once closed."""
         with self.cond:
-            _wait(self, lambda: self.closed or len(self.items) >= n + self.min_after_dequeue,
-                  ctx, timeout_ms,
-                  lambda: f"waiting to dequeue {n} element(s) from queue '{self.name}' (it holds "
-                          f"{len(self.items)}): whatever feeds it may have stopped")
+            need = n + self.min_after_dequeue  # close() notifies when it lowers this
+            self.dequeue_needs.append(need)
+            try:
+                _wait(self, lambda: self.closed or len(self.items) >= n + self.min_after_dequeue,
+                      ctx, timeout_ms,
+                      lambda: f"waiting to dequeue {n} element(s) from queue '{self.name}' (it "
+                              f"holds {len(self.items)}): whatever feeds it may have stopped")
+            finally:
+                self.dequeue_needs.remove(need)
             if len(self.items) < n:
                 if not (up_to and self.items):
                     raise errors.OutOfRangeError(
@@ -202,11 +222,13 @@ class RandomShuffleQueueResource(QueueResource):
         self.min_after_dequeue = int(attrs.get("min_after_dequeue", 0))
         seeds = (attrs.get("seed", 0), attrs.get("seed2", 0))
         self.rng = np.random.default_rng(None if seeds == (0, 0) else list(seeds))
+        self.items = []  # random access: a deque indexes in O(n)
 
     def _take(self, n):
         items, taken = self.items, []
-        for _ in range(n):
-            i = int(self.rng.integers(len(items)))
+        # One draw per element, bounded by the shrinking size; drawn in one call (the same
+        # numbers as n scalar draws).
+        for i in self.rng.integers(np.arange(len(items), len(items) - n, -1)).tolist():
             items[i], items[-1] = items[-1], items[i]
             taken.append(items.pop())
         return taken

@@ -52,7 +52,44 @@ def _values(key, dtype, kind, values, want, variable, index):
     return arr.reshape(want)
 
 
+def _parse_single_fixed(attrs, serialized, defaults):
+    """ParseSingleExample with FixedLenFeatures only, the input-pipeline case (one record a
+    step, per queue-runner thread): no columns to stack, and a scalar string or number is
+    built directly. Anything unusual (a wrong kind or count, a missing key) goes through
+    _values and the defaults as in _parse, for the same errors."""
+    record = serialized.item() if isinstance(serialized, np.ndarray) else serialized
+    try:
+        feats = example_features(_record_bytes(record))
+    except DecodeError as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"Could not parse example input (example 0): {e}") from None
+    out = []
+    for key, dtype, shape, default in zip(attrs["dense_keys"], attrs["Tdense"],
+                                          attrs["dense_shapes"], defaults):
+        found = feats.get(key)
+        if found is not None and not shape and len(found[1]) == 1 \
+                and found[0] == _KIND_OF[dtype.name]:
+            if found[0] == BYTES:
+                v = np.empty((), dtype=object)
+                v[()] = bytes(found[1][0])
+            else:
+                v = np.asarray(found[1][0], dtype=dtype.as_numpy_dtype)
+            out.append(v)
+        elif found is not None:
+            out.append(_values(key, dtype, *found, shape, False, 0))
+        else:
+            default = np.asarray(default)
+            if default.size == 0 and _size(shape) != 0:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Feature: {key} (data type: {dtype.name}) is required but "
+                    "could not be found.")
+            out.append(default.reshape(shape))
+    return tuple(out) if len(out) != 1 else out[0]
+
+
 def _parse(attrs, serialized, defaults, single):
+    if single and not attrs.get("sparse_keys") and not any(attrs["variable"]):
+        return _parse_single_fixed(attrs, serialized, defaults)
     records = [serialized.item() if isinstance(serialized, np.ndarray) else serialized] if single \
         else list(np.asarray(serialized, dtype=object).reshape(-1))
     keys, types = attrs["dense_keys"], attrs["Tdense"]

@@ -88,12 +88,12 @@ def _parse_single_fixed(attrs, serialized, defaults):
 
 
 def _parse(attrs, serialized, defaults, single):
-    if single and not attrs.get("sparse_keys") and not any(attrs["variable"]):
+    shapes, variable = parsing_ops.dense_layout(attrs)
+    if single and not attrs.get("sparse_keys") and not any(variable):
         return _parse_single_fixed(attrs, serialized, defaults)
     records = [serialized.item() if isinstance(serialized, np.ndarray) else serialized] if single \
         else list(np.asarray(serialized, dtype=object).reshape(-1))
     keys, types = attrs["dense_keys"], attrs["Tdense"]
-    shapes, variable = parsing_ops.dense_layout(attrs)
     sparse_keys, sparse_types = attrs.get("sparse_keys", []), attrs.get("sparse_types", [])
     columns = [[] for _ in keys]
     sparse_columns = [[] for _ in sparse_keys]

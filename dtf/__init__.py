@@ -57,7 +57,7 @@ from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_accumulator_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
-from dtf import app, compat, initializers, logging, queue, random, train  # noqa: F401,E402
+from dtf import compat, initializers, logging, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
@@ -120,7 +120,8 @@ from dtf.framework.api_index import NAMES as _LAZY_OP_NAMES  # noqa: E402
 from dtf.ops.reduction_ops import *  # noqa: F401,F403,E402
 from dtf.ops.gradients import *  # noqa: F401,F403,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402 - a tf.nn function TF exports here too
-from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
+_LAZY_MODULES["app"] = "dtf.app"  # tf.app and tf.flags (the same module as tf.app.flags):
+_LAZY_MODULES["flags"] = "dtf.flags"  # argument parsing loads with the program that uses it
 from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
 _LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests
 from dtf.ops.logging_ops import *  # noqa: F401,F403,E402,A004

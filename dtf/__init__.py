@@ -52,26 +52,12 @@ from dtf.ops.state_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_ops import *  # noqa: F401,F403,E402
 from dtf.ops.partitioned_variables import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_ops import *  # noqa: F401,F403,E402
-from dtf.ops.sparse_math_ops import *  # noqa: F401,F403,E402
-from dtf.ops.sparse_combine_ops import *  # noqa: F401,F403,E402
-from dtf.ops.string_ops import *  # noqa: F401,F403,E402
 from dtf.ops.variable_scope import *  # noqa: F401,F403,E402
 from dtf.ops.init_ops import *  # noqa: F401,F403,E402
 from dtf.ops.data_flow_ops import *  # noqa: F401,F403,E402
 from dtf.ops.sparse_accumulator_ops import *  # noqa: F401,F403,E402
 from dtf.ops.scatter_nd_ops import *  # noqa: F401,F403,E402
-from dtf.ops.segment_ops import *  # noqa: F401,F403,E402
-from dtf.ops.sort_ops import *  # noqa: F401,F403,E402
-from dtf.ops.matrix_ops import *  # noqa: F401,F403,E402
-from dtf.ops.tensordot_ops import *  # noqa: F401,F403,E402
-from dtf.ops.linalg_solve_ops import *  # noqa: F401,F403,E402
-from dtf.ops.linalg_decomp_ops import *  # noqa: F401,F403,E402
-from dtf.ops.linalg_composite_ops import *  # noqa: F401,F403,E402
-from dtf.ops.special_math_ops import *  # noqa: F401,F403,E402
-from dtf.ops.array_extra_ops import *  # noqa: F401,F403,E402
-from dtf.ops.space_batch_ops import *  # noqa: F401,F403,E402
-from dtf.ops.feature_ops import *  # noqa: F401,F403,E402
-from dtf import app, compat, initializers, logging, queue, random, train  # noqa: F401,E402
+from dtf import compat, initializers, logging, queue, random, train  # noqa: F401,E402
 
 # Loaded on first use (PEP 562): most programs never touch them, and start-up matters.
 _LAZY_MODULES = {"summary": "dtf.summary", "distribute": "dtf.distribute", "math": "dtf.math"}
@@ -112,25 +98,35 @@ def __getattr__(name):
         return importlib.import_module(_LAZY_MODULES[name])
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+    family = _LAZY_OP_NAMES.get(name)
+    if family is not None:
+        value = getattr(importlib.import_module(family), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     raise AttributeError(f"module 'dtf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY_MODULES, *_LAZY_NAMES, *_LAZY_OP_NAMES})
+
+
+# Op families most programs never call (linalg solvers, segment/sparse math, parsing, tf.cond,
+# while loops, ...) load on first use of one of their public names: a generated index
+# (scripts/api_index.py, checked by a unit test) maps each name to its family. Their op
+# definitions and gradients register through dtf.framework.registry_index when a graph
+# holding them is built or imported.
+from dtf.framework.api_index import NAMES as _LAZY_OP_NAMES  # noqa: E402
+
 from dtf.ops.reduction_ops import *  # noqa: F401,F403,E402
 from dtf.ops.gradients import *  # noqa: F401,F403,E402
 from dtf.ops.nn_ops import log_sigmoid  # noqa: F401,E402 - a tf.nn function TF exports here too
-from dtf.ops.confusion_matrix import *  # noqa: F401,F403,E402
-from dtf import flags  # noqa: F401,E402 - tf.flags, the same module as tf.app.flags
+_LAZY_MODULES["app"] = "dtf.app"  # tf.app and tf.flags (the same module as tf.app.flags):
+_LAZY_MODULES["flags"] = "dtf.flags"  # argument parsing loads with the program that uses it
 from dtf import gfile, io, version  # noqa: F401,E402 - tf.gfile, tf.io.gfile, tf.version
 _LAZY_MODULES["test"] = "dtf.test"  # tf.test: unittest loads only for tests
 from dtf.ops.logging_ops import *  # noqa: F401,F403,E402,A004
-from dtf.ops.check_ops import *  # noqa: F401,F403,E402 - tf.assert_* and friends
-from dtf import debugging  # noqa: F401,E402
-from dtf.ops.script_ops import *  # noqa: F401,F403,E402
+_LAZY_MODULES["debugging"] = "dtf.debugging"
 from dtf.ops.template import make_template  # noqa: F401,E402
 from dtf.ops.custom_gradient import custom_gradient  # noqa: F401,E402
 from dtf import dtypes  # noqa: F401,E402 - tf.dtypes
 from dtf.logging import get_logger  # noqa: F401,E402 - tf.get_logger
-from dtf.ops.control_flow_cond import *  # noqa: F401,F403,E402
-from dtf.ops.control_flow_while import *  # noqa: F401,F403,E402
-from dtf.ops.tensor_array_ops import *  # noqa: F401,F403,E402
-from dtf.ops.functional_ops import *  # noqa: F401,F403,E402
-from dtf.io.parsing_ops import *  # noqa: F401,F403,E402
-from dtf.ops.reader_ops import *  # noqa: F401,F403,E402

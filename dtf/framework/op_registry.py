@@ -151,11 +151,13 @@ NoGradient = NotDifferentiable
 
 def get_gradient_function(op_type: str):
     """The registered gradient; None if not differentiable; LookupError if unknown."""
-    if op_type not in _GRADIENTS:
+    # A family that loads on first use registers its gradients with its op definitions; a
+    # graph built elsewhere (an imported GraphDef) may reach here before that import ran.
+    if op_type not in _GRADIENTS and not (_load_op(op_type) and op_type in _GRADIENTS):
         raise LookupError(f"No gradient defined for operation of type '{op_type}'")
     return _GRADIENTS[op_type]
 
 
 def has_gradient_entry(op_type: str) -> bool:
     """Whether a gradient or NotDifferentiable is registered for ``op_type``."""
-    return op_type in _GRADIENTS
+    return op_type in _GRADIENTS or (_load_op(op_type) and op_type in _GRADIENTS)

@@ -201,8 +201,8 @@ class TaskService:
         """``listen=False``: an in-process-only task (no socket), reached via ``dispatch``;
         ``state`` shares variables with an in-process session; ``inter_op_threads`` as in
         ConfigProto (resolved: 1 runs each partition on one thread)."""
-        # `import dtf` loads summaries only on use, but remote clients may send summary ops.
-        import dtf.summary.ops  # noqa: F401
+        # Summary ops (and any family `import dtf` leaves out) that remote clients send load
+        # through the op-definition and kernel indexes when a graph names them.
         self.cluster = cluster
         self.job = job
         self.index = index

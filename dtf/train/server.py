@@ -4,9 +4,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from dtf.client.local import inter_op_threads
 from dtf.framework import errors
-from dtf.runtime.service import TaskService
 
 __all__ = ["Server"]
 
@@ -56,6 +54,10 @@ class Server:
         self._config = config
         jobs = {j: {i: cluster.task_address(j, i) for i in cluster.task_indices(j)} for j in cluster.jobs}
         self._address = jobs[job_name][self._index]
+        # The runtime (executor, wire, ZeroMQ) loads with the first server, not at `import dtf`.
+        from dtf.client.local import inter_op_threads
+        from dtf.runtime.service import TaskService
+
         self._service = TaskService(jobs, job_name, self._index,
                                     inter_op_threads=inter_op_threads(config))
         self._stopped = threading.Event()

@@ -9,11 +9,11 @@ and its op definitions and gradients register when the op-definition index loads
 """
 from __future__ import annotations
 
-import argparse
-import difflib
 import importlib
 import sys
 from pathlib import Path
+
+from generated_file import write_or_check
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = REPO / "dtf" / "framework" / "api_index.py"
@@ -100,21 +100,7 @@ def render(names, width=96):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file is not what the families export")
-    args = ap.parse_args(argv)
-    text = render(collect())
-    current = TARGET.read_text() if TARGET.exists() else ""
-    if args.check:
-        if text != current:
-            diff = difflib.unified_diff(current.splitlines(), text.splitlines(), "api_index.py (file)",
-                                        "api_index.py (families)", lineterm="", n=1)
-            print("\n".join(list(diff)[:80]))
-            print("stale: run python scripts/api_index.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
-    return 0
+    return write_or_check(TARGET, lambda: render(collect()), __doc__.split("\n\n")[0], "the families", argv)
 
 
 if __name__ == "__main__":

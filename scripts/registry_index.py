@@ -9,13 +9,13 @@ simulator) and reads what each registration recorded as its defining module.
 """
 from __future__ import annotations
 
-import argparse
-import difflib
 import importlib
 import os
 import pkgutil
 import sys
 from pathlib import Path
+
+from generated_file import write_or_check
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = REPO / "dtf" / "framework" / "registry_index.py"
@@ -111,21 +111,7 @@ def render(ops, refs, kernels):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file is not what the code registers")
-    args = ap.parse_args(argv)
-    text = render(*collect())
-    current = TARGET.read_text() if TARGET.exists() else ""
-    if args.check:
-        if text != current:
-            diff = difflib.unified_diff(current.splitlines(), text.splitlines(), "registry_index.py (file)",
-                                        "registry_index.py (registrations)", lineterm="", n=1)
-            print("\n".join(list(diff)[:80]))
-            print("stale: run python scripts/registry_index.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
-    return 0
+    return write_or_check(TARGET, lambda: render(*collect()), __doc__.split("\n\n")[0], "the registrations", argv)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ Two workloads, each on a fresh cluster of task processes per configuration:
   (``--width`` float32) fed by the client goes to every task, each computes on it, and task
   0 sums the N results (bench/scaling_client.py). Per N: step latency p50/p90, steps/s,
   and the CPU per step of each task (mean and max over the N tasks, from /proc) and of the
-  client, so the cost growth with N shows.
-- **MLP async training** (``--train WxP,...``: W workers, P ps tasks): the W5/W6 MLP
+  client, so the cost growth with N shows; and how much the tasks' resident memory grew
+  over the timed steps (with many ``--steps``, a soak).
+- **MLP training** (``--train WxP,...``: W workers, P ps tasks; ``--mode async`` or
+  ``sync``): the W5/W6 MLP
   (bench/train_worker.py) with its variables spread over the ps tasks by
   replica_device_setter. Per configuration: global steps/s, and CPU per global step of the
   ps tasks and of the workers.
@@ -46,6 +48,15 @@ def cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_S  # utime, stime
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process now, in MiB (VmRSS from /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
 
 
 class Loopback:
@@ -152,30 +163,46 @@ def fanout(impl: str, python: str, n: int, steps: int, width: int, env: dict, pl
             log_path, stdin=subprocess.PIPE)
         wait_for_output(client, log_path, "@@READY", timeout_s, f"{impl} fan-out client (N={n})")
         before = [cpu_s(p.pid) for p in cluster.procs]
+        rss_before = [rss_mib(p.pid) for p in cluster.procs]
         client.stdin.write("go\n")
         client.stdin.flush()
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         result = None
+        rss_samples = []  # (seconds since go, the largest task RSS): growth after warm-up
         while result is None and time.monotonic() < deadline and client.poll() is None:
             time.sleep(0.05)
             result = _result(log_path)
+            if len(rss_samples) < 100_000:
+                rss_samples.append((time.monotonic() - started,
+                                    [rss_mib(p.pid) for p in cluster.procs]))
         result = result or _result(log_path)
         if result is None:
             with open(log_path, errors="replace") as f:
                 raise RuntimeError(f"{impl} fan-out client (N={n}) gave no result:\n{f.read()[-2000:]}")
         per_task = [1e3 * (cpu_s(p.pid) - b) / steps for p, b in zip(cluster.procs, before)]
+        # Memory over the timed steps (after the warm-up): with many --steps this is the soak
+        # that shows whether a task's memory grows with the number of steps.
+        rss_after = [rss_mib(p.pid) for p in cluster.procs]
+        # The second half of the run alone: what an allocator's warm-up leaves out.
+        half = next((rss for t, rss in rss_samples if t >= rss_samples[-1][0] / 2), rss_before) \
+            if rss_samples else rss_before
     finally:
         stop_process(client, grace_s=2.0)
         cluster.stop()
-    return dict(result, task_cpu_ms_per_step_mean=statistics.fmean(per_task),
+    return dict(result, task_rss_mib_max=max(rss_after),
+                task_rss_growth_mib_max=max(a - b for a, b in zip(rss_after, rss_before)),
+                task_rss_growth_second_half_mib_max=max(a - b for a, b in zip(rss_after, half)),
+                task_cpu_ms_per_step_mean=statistics.fmean(per_task),
                 task_cpu_ms_per_step_max=max(per_task),
                 all_tasks_cpu_ms_per_step=sum(per_task))
 
 
 def train(impl: str, python: str, workers: int, ps: int, steps: int, env: dict, place,
-          timeout_s=300.0, grace_s=10.0) -> dict:
-    """One async MLP run on ``ps`` ps tasks and ``workers`` worker processes (each worker
-    process hosts its own task, as bench/train_worker.py does)."""
+          mode="async", timeout_s=300.0, grace_s=10.0) -> dict:
+    """One MLP run (``mode``: async, or sync through SyncReplicasOptimizer) on ``ps`` ps
+    tasks and ``workers`` worker processes (each worker process hosts its own task, as
+    bench/train_worker.py does)."""
     cluster = Tasks(impl, python, {"ps": ps, "worker": workers}, place, env)
     procs, notes = [], []
     try:
@@ -190,7 +217,7 @@ def train(impl: str, python: str, workers: int, ps: int, steps: int, env: dict, 
             log_path = os.path.join(cluster.log_dir, f"worker-{i}.log")
             proc = cluster.popen(cluster.slots[("worker", i)], [
                 python, "-m", "bench.train_worker", f"--impl={impl}",
-                f"--cluster_spec={cluster.flags_spec}", f"--task_index={i}", "--mode=async",
+                f"--cluster_spec={cluster.flags_spec}", f"--task_index={i}", f"--mode={mode}",
                 f"--steps={steps}"], log_path, stdin=subprocess.PIPE)
             procs.append((proc, log_path))
             wait_for_output(proc, log_path, "@@READY", 120.0, f"{impl} worker {i}")
@@ -241,7 +268,10 @@ def main(argv=None) -> int:
     p.add_argument("--fanout", default="2,4,8,16,32", help="task counts N of the fan-out step ('' skips it)")
     p.add_argument("--train", default="1x1,2x1,4x1,1x2,2x2,4x2",
                    help="MLP async configurations WORKERSxPS ('' skips them)")
-    p.add_argument("--steps", type=int, default=300, help="timed fan-out steps per N")
+    p.add_argument("--mode", choices=("async", "sync"), default="async",
+                   help="training: async, or sync (SyncReplicasOptimizer, every worker's gradient per step)")
+    p.add_argument("--steps", type=int, default=300,
+                   help="timed fan-out steps per N (many steps make it a memory soak)")
     p.add_argument("--train-steps", type=int, default=2000, help="global steps per training run")
     p.add_argument("--width", type=int, default=16, help="float32 elements per fan-out tensor")
     p.add_argument("--tcp", action="store_true", help="dtf over TCP only (DTF_IPC=0), as between hosts")
@@ -292,24 +322,27 @@ def _run(args, pythons, envs, place, fanouts, trains) -> int:
             out["fanout"].setdefault(str(n), {})[impl] = r
             rows.append([str(n), impl, f"{r['p50_ms']:.3f}", f"{r['p90_ms']:.3f}", f"{r['steps_s']:.0f}",
                          f"{r['task_cpu_ms_per_step_mean']:.3f}", f"{r['task_cpu_ms_per_step_max']:.3f}",
-                         f"{r['client_cpu_ms_per_step']:.3f}"])
+                         f"{r['client_cpu_ms_per_step']:.3f}", f"{r['task_rss_growth_mib_max']:+.1f}",
+                         f"{r['task_rss_growth_second_half_mib_max']:+.1f}"])
             print(f"  fan-out N={n} {impl}: p50 {r['p50_ms']:.3f} ms, {r['steps_s']:.0f} steps/s", flush=True)
     if rows:
         print("\nFan-out/fan-in step over N tasks (" + placement + ")")
         print(_table(rows, ["N", "impl", "p50 ms", "p90 ms", "steps/s", "task CPU ms/step (mean)",
-                            "task CPU ms/step (max)", "client CPU ms/step"]))
+                            "task CPU ms/step (max)", "client CPU ms/step",
+                            "task RSS growth MiB (max)", "in the second half"]))
 
     rows = []
     for workers, ps in trains:
         for impl, python in pythons.items():
-            r = train(impl, python, workers, ps, args.train_steps, envs[impl], place)
-            out["train"].setdefault(f"{workers}x{ps}", {})[impl] = r
+            r = train(impl, python, workers, ps, args.train_steps, envs[impl], place, args.mode)
+            out["train"].setdefault(f"{workers}x{ps}", {})[impl] = dict(r, mode=args.mode)
             rows.append([str(workers), str(ps), impl, f"{r['steps_s']:.0f}",
                          f"{r['ps_cpu_ms_per_step']:.3f}", f"{r['worker_cpu_ms_per_step']:.3f}",
                          "; ".join(r["notes"])])
-            print(f"  train {workers} workers x {ps} ps {impl}: {r['steps_s']:.0f} steps/s", flush=True)
+            print(f"  train {args.mode} {workers} workers x {ps} ps {impl}: {r['steps_s']:.0f} steps/s",
+                  flush=True)
     if rows:
-        print("\nMLP async training (" + placement + ")")
+        print(f"\nMLP {args.mode} training (" + placement + ")")
         print(_table(rows, ["workers", "ps", "impl", "global steps/s", "ps CPU ms/step",
                             "workers CPU ms/step", "notes"]))
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
-from dtf.framework.tensor_shape import TensorShape
 from dtf.ops import math_ops
 from dtf.ops.sparse_ops import SparseTensor
 from .columns import (
-    IdWeightPair, _CategoricalColumn, _DenseColumn, _var_len, to_sparse_input,
+    IdWeightPair, _CategoricalColumn, _EmbeddingColumn, _var_len, to_sparse_input,
     vocabulary_lookup,
 )
 
@@ -96,17 +95,14 @@ class _WeightedCategoricalColumn(_CategoricalColumn):
         return builder.get(self)
 
 
-class _SharedEmbeddingColumn(_DenseColumn):
+class _SharedEmbeddingColumn(_EmbeddingColumn):
+    """An embedding column whose table is shared: its shape, parsing and transform are the
+    embedding column's; only where the table comes from differs."""
     _fields = ("categorical_column", "dimension", "combiner", "initializer",
                "shared_embedding_collection_name", "trainable")
 
     name = property(lambda self: f"{self.categorical_column.name}_shared_embedding")
     _var_scope_name = property(lambda self: self.shared_embedding_collection_name)
-    _variable_shape = property(lambda self: TensorShape([self.dimension]))
-    _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
-
-    def _transform_feature(self, builder):
-        return self.categorical_column._get_sparse_tensors(builder)
 
     def _get_dense_tensor(self, builder, weight_collections=None, trainable=None):
         from dtf.ops.variable_scope import get_variable

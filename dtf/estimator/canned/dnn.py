@@ -154,15 +154,10 @@ class DNNLinearCombinedClassifier(_Canned):
                  warm_start_from=None, loss_reduction=None, batch_norm=False,
                  linear_sparse_combiner="sum"):
         head = make_head(n_classes, weight_column, label_vocabulary, loss_reduction or _sum())
-        act = dnn_activation_fn or _relu()
-
-        def model_fn(features, labels, mode, config):
-            return _combined_model_fn(features, labels, mode, head, linear_feature_columns,
-                                      linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                                      dnn_hidden_units, act, dnn_dropout,
-                                      input_layer_partitioner, batch_norm,
-                                      linear_sparse_combiner)
-
+        model_fn = _combined(head, linear_feature_columns, linear_optimizer,
+                             dnn_feature_columns, dnn_optimizer, dnn_hidden_units,
+                             dnn_activation_fn, dnn_dropout, input_layer_partitioner,
+                             batch_norm, linear_sparse_combiner)
         super().__init__(model_fn, model_dir, config, warm_start_from)
 
 
@@ -176,13 +171,22 @@ class DNNLinearCombinedRegressor(_Canned):
                  warm_start_from=None, loss_reduction=None, batch_norm=False,
                  linear_sparse_combiner="sum"):
         head = make_head(None, weight_column, None, loss_reduction or _sum(), label_dimension)
-        act = dnn_activation_fn or _relu()
-
-        def model_fn(features, labels, mode, config):
-            return _combined_model_fn(features, labels, mode, head, linear_feature_columns,
-                                      linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                                      dnn_hidden_units, act, dnn_dropout,
-                                      input_layer_partitioner, batch_norm,
-                                      linear_sparse_combiner)
-
+        model_fn = _combined(head, linear_feature_columns, linear_optimizer,
+                             dnn_feature_columns, dnn_optimizer, dnn_hidden_units,
+                             dnn_activation_fn, dnn_dropout, input_layer_partitioner,
+                             batch_norm, linear_sparse_combiner)
         super().__init__(model_fn, model_dir, config, warm_start_from)
+
+
+def _combined(head, linear_feature_columns, linear_optimizer, dnn_feature_columns,
+              dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout,
+              input_layer_partitioner, batch_norm, linear_sparse_combiner):
+    """The model_fn of both wide-and-deep estimators; only their heads differ."""
+    act = dnn_activation_fn or _relu()
+
+    def model_fn(features, labels, mode, config):
+        return _combined_model_fn(features, labels, mode, head, linear_feature_columns,
+                                  linear_optimizer, dnn_feature_columns, dnn_optimizer,
+                                  dnn_hidden_units, act, dnn_dropout, input_layer_partitioner,
+                                  batch_norm, linear_sparse_combiner)
+    return model_fn

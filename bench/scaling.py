@@ -149,9 +149,27 @@ def _result(log_path: str) -> dict | None:
     return None
 
 
+def _rss_by_tenth(samples: list, before: list) -> dict:
+    """Memory at the end of each tenth of the timed run: the largest task and all tasks
+    together (MiB). A leak keeps climbing tenth after tenth; an allocator settling climbs
+    early and then stays flat, which one before/after figure cannot tell apart."""
+    if not samples:
+        return {"largest": [], "total": []}
+    end = samples[-1][0]
+    marks = []
+    for tenth in range(1, 11):
+        rss = next((r for t, r in samples if t >= end * tenth / 10), samples[-1][1])
+        marks.append(rss)
+    return {"before_largest": max(before), "before_total": sum(before),
+            "largest": [round(max(r), 2) for r in marks],
+            "total": [round(sum(r), 2) for r in marks]}
+
+
 def fanout(impl: str, python: str, n: int, steps: int, width: int, env: dict, place,
-           timeout_s=300.0) -> dict:
+           timeout_s=None) -> dict:
     """One fan-out/fan-in run over ``n`` fresh worker tasks (the client in the next slot)."""
+    # A soak of many steps runs for a long time: allow 50 ms a step on top of the fixed limit.
+    timeout_s = timeout_s or 300.0 + 0.05 * steps
     cluster = Tasks(impl, python, {"worker": n}, place, env)
     log_path = os.path.join(cluster.log_dir, "client.log")
     client = None
@@ -187,12 +205,14 @@ def fanout(impl: str, python: str, n: int, steps: int, width: int, env: dict, pl
         # The second half of the run alone: what an allocator's warm-up leaves out.
         half = next((rss for t, rss in rss_samples if t >= rss_samples[-1][0] / 2), rss_before) \
             if rss_samples else rss_before
+        tenths = _rss_by_tenth(rss_samples, rss_before)
     finally:
         stop_process(client, grace_s=2.0)
         cluster.stop()
     return dict(result, task_rss_mib_max=max(rss_after),
                 task_rss_growth_mib_max=max(a - b for a, b in zip(rss_after, rss_before)),
                 task_rss_growth_second_half_mib_max=max(a - b for a, b in zip(rss_after, half)),
+                task_rss_mib_by_tenth=tenths,
                 task_cpu_ms_per_step_mean=statistics.fmean(per_task),
                 task_cpu_ms_per_step_max=max(per_task),
                 all_tasks_cpu_ms_per_step=sum(per_task))
@@ -325,6 +345,12 @@ def _run(args, pythons, envs, place, fanouts, trains) -> int:
                          f"{r['client_cpu_ms_per_step']:.3f}", f"{r['task_rss_growth_mib_max']:+.1f}",
                          f"{r['task_rss_growth_second_half_mib_max']:+.1f}"])
             print(f"  fan-out N={n} {impl}: p50 {r['p50_ms']:.3f} ms, {r['steps_s']:.0f} steps/s", flush=True)
+            tenths = r["task_rss_mib_by_tenth"]
+            if tenths.get("largest"):
+                print(f"    RSS by tenth of the run, largest task (MiB): {tenths['before_largest']:.1f} -> "
+                      + " ".join(f"{v:.1f}" for v in tenths["largest"]), flush=True)
+                print(f"    RSS by tenth of the run, all {n} tasks (MiB): {tenths['before_total']:.1f} -> "
+                      + " ".join(f"{v:.1f}" for v in tenths["total"]), flush=True)
     if rows:
         print("\nFan-out/fan-in step over N tasks (" + placement + ")")
         print(_table(rows, ["N", "impl", "p50 ms", "p90 ms", "steps/s", "task CPU ms/step (mean)",

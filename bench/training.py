@@ -24,15 +24,12 @@ def metric_prefix(mode: str, workers: int) -> str:
     return f"train.{mode}_{workers}w"
 
 
-def _start_worker(impl, python, cluster, index, mode, steps, log_dir):
+def _start_worker(python, worker_argv, index, log_dir):
     log_path = os.path.join(log_dir, f"worker-{index}.log")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [python, "-m", "bench.train_worker", f"--impl={impl}",
-             f"--cluster_spec={cluster.flags_spec}", f"--task_index={index}", f"--mode={mode}",
-             f"--steps={steps}"],
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-            env=quiet_env(), text=True)
+        proc = subprocess.Popen([python, "-m", *worker_argv, f"--task_index={index}"],
+                                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=REPO, env=quiet_env(), text=True)
     return proc, log_path
 
 
@@ -44,26 +41,49 @@ def _result_of(log_path):
     return None
 
 
-def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, grace_s=10.0):
-    """One run; returns ({metric id: value}, [notes])."""
-    cluster = Cluster(impl, {"ps": 1, "worker": workers}, python=python)
-    log_dir = tempfile.mkdtemp(prefix=f"bench-train-{impl}-")
-    procs = []
-    notes = []
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def run_between_graph(impl, python, worker_argv, ps_tasks, workers, timeout_s=300.0,
+                      grace_s=10.0, ready_timeout_s=120.0):
+    """One between-graph run on a fresh cluster: the ps tasks, then ``python -m
+    *worker_argv --cluster_spec=... --task_index=N`` per worker (each prints @@READY, waits
+    for "go" on stdin, trains, prints @@RESULT {json}). Returns (the workers' results, the ps
+    tasks' RSS in MiB when idle and after training, [notes])."""
+    cluster = Cluster(impl, {"ps": ps_tasks, "worker": workers}, python=python)
+    log_dir = tempfile.mkdtemp(prefix=f"bench-{worker_argv[0].rsplit('.', 1)[-1]}-{impl}-")
+    procs, notes = [], []
     try:
-        cluster.start("ps", 0)
+        cluster.start_jobs("ps")
+        ps_pids = [p.pid for p in cluster.procs]
+        idle = [rss_mib(pid) for pid in ps_pids]
+        argv = [*worker_argv, f"--cluster_spec={cluster.flags_spec}"]
         for i in range(workers):
-            proc, log_path = _start_worker(impl, python, cluster, i, mode, steps, log_dir)
+            proc, log_path = _start_worker(python, argv, i, log_dir)
             procs.append((proc, log_path))
-            wait_for_output(proc, log_path, "@@READY", 120.0, f"{impl} worker {i}")
+            wait_for_output(proc, log_path, "@@READY", ready_timeout_s, f"{impl} worker {i}")
         for proc, _ in procs:
             proc.stdin.write("go\n")
             proc.stdin.flush()
         results = _collect(procs, timeout_s, grace_s, notes, impl)
+        trained = [rss_mib(pid) for pid in ps_pids]
     finally:
         for proc, _ in procs:
             stop_process(proc, grace_s=2.0)
         cluster.stop()
+    return results, idle, trained, notes
+
+
+def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, grace_s=10.0):
+    """One run; returns ({metric id: value}, [notes])."""
+    results, _, _, notes = run_between_graph(
+        impl, python, ["bench.train_worker", f"--impl={impl}", f"--mode={mode}", f"--steps={steps}"],
+        1, workers, timeout_s, grace_s)
     if not results:
         raise RuntimeError(f"no {impl} worker finished {mode} training within {timeout_s:.0f} s")
     window = max(r["end"] for r in results) - min(r["start"] for r in results)

@@ -353,6 +353,10 @@ KERNELS = {
             "AvgPool AvgPoolGrad Relu ReluGrad SoftmaxCrossEntropyWithLogits "
             "SparseSoftmaxCrossEntropyWithLogits"
         ),
+        'dtf.kernels.cpu.norm': (
+            "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "
+            "FusedBatchNormV2 FusedBatchNormV3"
+        ),
         'dtf.kernels.cpu.random': (
             "Multinomial RandomShuffle RandomStandardNormal RandomUniform RandomUniformInt "
             "TruncatedNormal"
@@ -641,6 +645,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.logging',
         'dtf.kernels.cpu.math',
         'dtf.kernels.cpu.nn',
+        'dtf.kernels.cpu.norm',
         'dtf.kernels.cpu.random',
         'dtf.kernels.cpu.readers',
         'dtf.kernels.cpu.scatter',

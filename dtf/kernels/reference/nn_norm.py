@@ -32,7 +32,7 @@ def _fmt(attrs):
     fmt = attrs.get("data_format", "NHWC")
     fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
     if fmt not in CHANNELS_LAST + CHANNELS_FIRST:
-        raise errors.InvalidArgumentError(f"FusedBatchNorm: unknown data_format {fmt!r}")
+        raise errors.InvalidArgumentError(None, None, f"FusedBatchNorm: unknown data_format {fmt!r}")
     return fmt
 
 
@@ -44,8 +44,9 @@ def stat_dtype(x):
 def as_rows(x, fmt, what="x"):
     """x as a C-contiguous [rows, channels] matrix (a copy only for channels-first)."""
     if x.ndim not in (4, 5):
-        raise errors.InvalidArgumentError(f"FusedBatchNorm: {what} must be 4-dimensional (or 5), "
-                                          f"got shape {list(x.shape)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"FusedBatchNorm: {what} must be 4-dimensional (or 5), got shape "
+            f"{list(x.shape)}")
     if fmt in CHANNELS_FIRST:
         x = np.moveaxis(x, 1, -1)
     return np.ascontiguousarray(x).reshape(-1, x.shape[-1])
@@ -64,7 +65,7 @@ def check_vectors(channels, **vectors):
     for name, v in vectors.items():
         if v.ndim != 1 or v.shape[0] != channels:
             raise errors.InvalidArgumentError(
-                f"FusedBatchNorm: {name} must be a vector of one value per channel ({channels}), "
+                None, None, f"FusedBatchNorm: {name} must be a vector of one value per channel ({channels}), "
                 f"got shape {list(v.shape)}")
 
 
@@ -115,8 +116,9 @@ def _fused_batch_norm_v3(attrs, x, scale, offset, mean, variance):
 def _backward(attrs, dy, x, scale, saved_mean, saved_var):
     fmt, eps, training = _fmt(attrs), epsilon(attrs), bool(attrs.get("is_training", True))
     if dy.shape != x.shape:
-        raise errors.InvalidArgumentError(f"FusedBatchNormGrad: y_backprop and x must have the same "
-                                          f"shape, got {list(dy.shape)} and {list(x.shape)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"FusedBatchNormGrad: y_backprop and x must have the same shape, got "
+            f"{list(dy.shape)} and {list(x.shape)}")
     x2, dy2 = as_rows(x, fmt), as_rows(dy, fmt, "y_backprop")
     rows, channels = x2.shape
     check_vectors(channels, scale=scale, reserve_space_1=saved_mean, reserve_space_2=saved_var)

@@ -207,7 +207,9 @@ def fuse(steps, feed_slots, fetch_slots, device_type="CPU"):
         return steps
     # Imported here: plans are built after the CPU kernels load, ``import dtf`` is not.
     from dtf.kernels.cpu.fused import TEMPLATES
+    from dtf.runtime.fusion_norm import fuse_relu_grads
 
+    steps = fuse_relu_grads(steps, set(feed_slots) | set(fetch_slots))
     parent = _absorbing_consumers(steps, set(feed_slots) | set(fetch_slots), TEMPLATES)
     groups = _groups(steps, parent)
     if not groups:

@@ -125,3 +125,43 @@ def test_bad_channel_vectors_are_named():
         run(y, {x: np.zeros((2, 2, 2, 3), np.float32), scale: np.ones(4, np.float32)})
     with pytest.raises(ValueError, match="4-dimensional"):
         tf.nn.fused_batch_norm(tf.zeros([2, 3]), np.ones(3), np.zeros(3))
+
+
+def _traced_ops(sess, fetches, feeds):
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    meta = tf.RunMetadata()
+    values = sess.run(fetches, feeds, options=options, run_metadata=meta)
+    labels = [s.timeline_label for d in meta.step_stats.dev_stats for s in d.node_stats]
+    return values, labels
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_relu_grad_runs_inside_the_batch_norm_gradient(training):
+    shape = (8, 16, 16, 16)  # two row chunks
+    xv = RNG.randn(*shape).astype(np.float32) + 0.3
+    scale, offset = RNG.rand(16).astype(np.float32) + 0.5, RNG.randn(16).astype(np.float32)
+    stats = {} if training else dict(mean=RNG.randn(16).astype(np.float32) * 0.1,
+                                     variance=RNG.rand(16).astype(np.float32) + 0.5)
+    w = RNG.randn(*shape).astype(np.float32)
+    x = tf.placeholder(tf.float32, shape)
+    s = tf.Variable(scale)
+    y = tf.nn.fused_batch_norm(x, s, offset, is_training=training, **stats)[0]
+    r = tf.nn.relu(y)
+    dx, ds = tf.gradients(tf.reduce_sum(r * w), [x, s])
+    dy = dx.op.inputs[0]  # the ReluGrad's output
+    assert dy.op.type == "ReluGrad"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        (dxv, dsv, yv), labels = _traced_ops(sess, [dx, ds, y], {x: xv})
+        # One step for both: the ReluGrad runs no kernel of its own.
+        assert not any("= ReluGrad(" in label for label in labels)
+        # Fetching the ReluGrad's output keeps it a step of its own; same values.
+        (dxu, dsu, dyv), labels = _traced_ops(sess, [dx, ds, dy], {x: xv})
+        assert any("= ReluGrad(" in label for label in labels)
+        reserve = sess.run(list(dx.op.inputs[3:]), {x: xv})
+    np.testing.assert_allclose(dyv, w * (yv > 0))
+    grad_op = dx.op
+    want = REFERENCE[grad_op.type](grad_op.attrs, dyv, xv, scale, *reserve)
+    for got in ((dxv, dsv), (dxu, dsu)):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-4, atol=1e-3)

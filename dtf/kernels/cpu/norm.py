@@ -111,21 +111,29 @@ def _forward(v3):
     return factory
 
 
-def _backward(node):
-    attrs, ref = node.attrs, REFERENCE[node.op]
+def backward(node):
+    """The gradient kernel of FusedBatchNormGrad* ``node`` on float32/float64 channels-last
+    inputs: ``compute(dy, relu_out, x, scale, saved_mean, saved_var)`` with dy masked by
+    ``relu_out > 0`` first unless relu_out is None (ReluGrad fused in); None when the
+    inputs need the reference."""
+    attrs = node.attrs
     eps, training = epsilon(attrs), bool(attrs.get("is_training", True))
     loops = _jit()
 
-    def compute(ctx, dy, x, scale, saved_mean, saved_var, *_reserve):
-        if not _fast(attrs, x) or dy.shape != x.shape or dy.dtype != x.dtype:
-            return ref(attrs, dy, x, scale, saved_mean, saved_var, *_reserve)
+    def compute(dy, relu_out, x, scale, saved_mean, saved_var):
+        if not _fast(attrs, x) or dy.shape != x.shape or dy.dtype != x.dtype or (
+                relu_out is not None and (relu_out.shape != x.shape or relu_out.dtype != x.dtype)):
+            return None
         x2, dy2 = as_rows(x, "NHWC"), as_rows(dy, "NHWC")
+        masked = relu_out is not None
+        f2 = as_rows(relu_out, "NHWC") if masked else dy2
         rows, c = x2.shape
         check_vectors(c, scale=scale, reserve_space_1=saved_mean, reserve_space_2=saved_var)
         mean = saved_mean.astype(np.float64)
         n = _chunk_count(rows, c)
         sums, dots = np.empty((n, c)), np.empty((n, c))
-        _over_rows(lambda k, r0, r1: loops._grad_stats(dy2, x2, mean, r0, r1, sums, dots, k), rows, c)
+        _over_rows(lambda k, r0, r1: loops._grad_stats(dy2, f2, masked, x2, mean, r0, r1, sums,
+                                                       dots, k), rows, c)
         doffset, dot = sums.sum(axis=0), dots.sum(axis=0)
         inv = 1.0 / np.sqrt(saved_var.astype(np.float64) + eps)
         dscale = dot * inv
@@ -137,9 +145,21 @@ def _backward(node):
         t = x.dtype
         m, c1, c2, c3 = mean.astype(t), c1.astype(t), c2.astype(t), c3.astype(t)
         dx2 = np.empty_like(x2)
-        _over_rows(lambda k, r0, r1: loops._grad_apply(dy2, x2, m, c1, c2, c3, dx2, r0, r1), rows, c)
+        _over_rows(lambda k, r0, r1: loops._grad_apply(dy2, f2, masked, x2, m, c1, c2, c3, dx2,
+                                                       r0, r1), rows, c)
         return (dx2.reshape(x.shape), dscale.astype(t), doffset.astype(t), np.zeros((), t),
                 np.zeros((), t))
+
+    return compute
+
+
+def _backward(node):
+    attrs, ref = node.attrs, REFERENCE[node.op]
+    fast = backward(node)
+
+    def compute(ctx, dy, x, scale, saved_mean, saved_var, *reserve):
+        out = fast(dy, None, x, scale, saved_mean, saved_var)
+        return ref(attrs, dy, x, scale, saved_mean, saved_var, *reserve) if out is None else out
 
     return compute
 

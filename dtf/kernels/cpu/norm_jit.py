@@ -46,15 +46,24 @@ def _scale_shift(x, m, a, b, y, r0, r1, relu):
                 y[r, j] = (x[r, j] - m[j]) * a[j] + b[j]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _masked(g, f, masked):
+    """dy: g, or ReluGrad(g, f) = g where f > 0 else g * 0 (NaN stays NaN) when masked."""
+    if masked and not f > 0:
+        return g * 0
+    return g
+
+
 @njit(**_JIT)
-def _grad_stats(dy, x, mean, r0, r1, sums, dots, k):
-    """Sums of dy and of dy * (x - mean) per channel over rows [r0, r1)."""
+def _grad_stats(dy, f, masked, x, mean, r0, r1, sums, dots, k):
+    """Sums of dy and of dy * (x - mean) per channel over rows [r0, r1); dy masked by the
+    relu output ``f`` first when ``masked`` (ReluGrad fused in: see dtf.runtime.fusion_norm)."""
     c = x.shape[1]
     s = np.zeros(c, np.float64)
     q = np.zeros(c, np.float64)
     for r in range(r0, r1):
         for j in range(c):
-            g = np.float64(dy[r, j])
+            g = np.float64(_masked(dy[r, j], f[r, j], masked))
             s[j] += g
             q[j] += g * (np.float64(x[r, j]) - mean[j])
     sums[k, :] = s
@@ -62,10 +71,11 @@ def _grad_stats(dy, x, mean, r0, r1, sums, dots, k):
 
 
 @njit(**_JIT)
-def _grad_apply(dy, x, m, c1, c2, c3, dx, r0, r1):
+def _grad_apply(dy, f, masked, x, m, c1, c2, c3, dx, r0, r1):
     """dx = c1 * dy + c2 * (x - m) + c3 per channel over rows [r0, r1): batch norm's input
-    gradient with its per-channel constants folded (see norm.py)."""
+    gradient with its per-channel constants folded (see norm.py); dy masked as above."""
     c = x.shape[1]
     for r in range(r0, r1):
         for j in range(c):
-            dx[r, j] = c1[j] * dy[r, j] + c2[j] * (x[r, j] - m[j]) + c3[j]
+            g = _masked(dy[r, j], f[r, j], masked)
+            dx[r, j] = c1[j] * g + c2[j] * (x[r, j] - m[j]) + c3[j]

@@ -165,3 +165,10 @@ def test_relu_grad_runs_inside_the_batch_norm_gradient(training):
     for got in ((dxv, dsv), (dxu, dsu)):
         np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-4, atol=1e-3)
+
+
+def test_a_later_tf_exponential_avg_factor_is_refused_by_name():
+    x, v = np.zeros((1, 2, 2, 3), np.float32), np.ones(3, np.float32)
+    with pytest.raises(tf.errors.UnimplementedError, match="exponential_avg_factor"):
+        REFERENCE["FusedBatchNormV3"]({"exponential_avg_factor": 0.5, "is_training": True}, x, v, v,
+                                      v, v)

@@ -19,7 +19,7 @@ import numpy as np
 
 from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
-from dtf.kernels.reference.nn_norm import CHANNELS_LAST, as_rows, check_vectors, epsilon
+from dtf.kernels.reference.nn_norm import CHANNELS_LAST, as_rows, check_attrs, check_vectors, epsilon
 from dtf.kernels.registry import register_kernel
 from .intra_op import run_chunks
 from .jit_loading import tiered_kernel
@@ -86,6 +86,7 @@ def _forward(v3):
     def factory(node):
         attrs, ref = node.attrs, REFERENCE[node.op]
         eps, training = epsilon(attrs), bool(attrs.get("is_training", True))
+        check_attrs(attrs)
 
         def compute(ctx, x, scale, offset, mean, variance):
             if not _fast(attrs, x):

@@ -73,7 +73,18 @@ def epsilon(attrs):
     return float(attrs.get("epsilon", 1e-4))
 
 
+def check_attrs(attrs):
+    """Refuses what TF 1.15's op has no attribute for: a graph of later TF versions whose
+    exponential_avg_factor folds moving averages into the op's statistics."""
+    factor = attrs.get("exponential_avg_factor", 1.0)
+    if float(factor) != 1.0:
+        raise errors.UnimplementedError(
+            None, None, f"FusedBatchNorm: exponential_avg_factor={factor} is not supported "
+            f"(TF 1.15's op has no such attribute; only 1.0 runs)")
+
+
 def _forward(attrs, x, scale, offset, mean, variance, v3):
+    check_attrs(attrs)
     fmt, eps, training = _fmt(attrs), epsilon(attrs), bool(attrs.get("is_training", True))
     x2 = as_rows(x, fmt)
     rows, channels = x2.shape

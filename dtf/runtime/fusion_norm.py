@@ -1,17 +1,19 @@
-"""Plan rewrite: a ReluGrad whose only reader is a fused batch norm gradient runs inside it.
+"""Plan rewrites around fused batch norm: a Relu that alone reads a batch norm's output, and
+a ReluGrad that alone feeds a batch norm gradient, run inside the batch norm kernels.
 
-In relu(batch_norm(conv(x))), the commonest block of a convolutional network, the backward
-pass computes dy = ReluGrad(g, relu_out) (one pass, a fresh 4 MB array per 64x32x32x16
-tensor, on one core) only for FusedBatchNormGrad* to read it twice. Here the pair becomes
-one step at the gradient's position: the gradient's two chunked passes read g and relu_out
-and apply the mask themselves (dtf.kernels.cpu.norm.backward). The ResNet-style step
-(bench M3) has four such pairs per step.
+In relu(batch_norm(conv(x))), the commonest block of a convolutional network, the forward
+pass wrote y and then relu(y) (two fresh 4 MB arrays per 64x32x32x16 tensor), and the
+backward pass computed dy = ReluGrad(g, relu_out) (one pass, a fresh array, on one core)
+only for FusedBatchNormGrad* to read it twice. Here the batch norm writes relu(y) itself
+(the Relu's step then passes that array on) and the gradient's two chunked passes read g
+and relu_out and apply the mask themselves (dtf.kernels.cpu.norm). The ResNet-style step
+(bench M3) has four such blocks.
 
-The rule matches plan steps as dtf.runtime.fusion does: the ReluGrad's output must be read
-by exactly one step, as that step's first input, and be neither fetched, fed nor the target
-of a control edge; both ops on the same device with the same float dtype. The fused step
-carries the gradient op's name and outputs; inputs the kernel cannot take (channels first,
-half precision, shapes that differ) and the time before Numba's loops load run the two
+The rules match plan steps as dtf.runtime.fusion does: the intermediate (y, or the
+ReluGrad's output) must be read by exactly one step, as its first input, and be neither
+fetched nor fed (nor, for the ReluGrad, the target of a control edge); both ops on the
+same device with the same float dtype. Inputs the kernels cannot take (channels first,
+half precision, shapes that differ) and the time before Numba's loops load run the
 original kernels one after the other.
 """
 from __future__ import annotations
@@ -23,20 +25,83 @@ import numpy as np
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels.cpu import jit_loading
 
+FORWARDS = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 GRADS = ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
 _DTYPES = ("float32", "float64")
+
+
+def _readers(steps):
+    producer, readers = {}, defaultdict(list)
+    for i, step in enumerate(steps):
+        if step[3]:
+            producer[step[2]] = i
+        for s in step[1]:
+            readers[s].append(i)
+    return producer, readers
+
+
+def _same_float(a, b):
+    return (a.device == b.device and getattr(a.dtype_key, "name", None) in _DTYPES
+            and a.dtype_key == b.dtype_key)
+
+
+def fuse_relu_tails(steps, pinned):
+    """``steps`` with each Relu that alone reads a FusedBatchNorm*'s y applied by the
+    batch norm's kernel; the Relu's step then forwards its input."""
+    producer, readers = _readers(steps)
+    out = None
+    for j, step in enumerate(steps):
+        relu = step[4]
+        if relu.op != "Relu" or len(step[1]) != 1:
+            continue
+        i = producer.get(step[1][0])
+        if i is None:
+            continue
+        bn = steps[i][4]
+        y = steps[i][2]
+        if (bn.op in FORWARDS and step[1][0] == y and readers[y] == [j] and y not in pinned
+                and steps[i][3] == len(bn.output_dtypes) and _same_float(relu, bn)):
+            out = out or list(steps)
+            out[i] = _with_relu(steps[i])
+            out[j] = (_forward_input, step[1], step[2], 1, relu)
+    return out or steps
+
+
+def _forward_input(ctx, y):
+    return y  # the batch norm before it applied the relu
+
+
+def _handles_read(values):
+    """Variables among a kernel's inputs (scale) arrive as handles: read them now, as the
+    op's own kernel would."""
+    return [v if type(v) is np.ndarray or not hasattr(v, "read") else v.read() for v in values]
+
+
+def _with_relu(step):
+    compute0, ins, out, nout, node = step
+    from dtf.kernels.cpu.norm import forward
+
+    fast = None
+
+    def compute(ctx, *xs):
+        nonlocal fast
+        if jit_loading.loaded():
+            if fast is None:
+                fast = forward(node, relu=True)
+            result = fast(*_handles_read(xs))
+            if result is not None:
+                return result
+        result = compute0(ctx, *xs)
+        return (np.maximum(result[0], 0),) + tuple(result[1:])
+
+    return compute, ins, out, nout, node
 
 
 def fuse_relu_grads(steps, pinned):
     """``steps`` (build_plan's ``(compute, ins, out, nout, node)``) with each matching
     ReluGrad + FusedBatchNormGrad* pair replaced by one step; ``pinned``: fed and fetched
     slots."""
-    producer = {}
-    readers = defaultdict(list)
-    for i, step in enumerate(steps):
-        producer[step[2]] = i
-        for s in step[1]:
-            readers[s].append(i)
+    producer, readers = _readers(steps)
     control_targets = {c for step in steps for c in step[4].control_inputs}
     pairs = {}  # grad step index -> relu grad step index
     for j, step in enumerate(steps):
@@ -50,9 +115,7 @@ def fuse_relu_grads(steps, pinned):
         out = steps[i][2]
         if (relu.op == "ReluGrad" and steps[i][3] == 1 and readers[out] == [j]
                 and step[1].count(out) == 1 and out not in pinned
-                and relu.name not in control_targets and relu.device == node.device
-                and getattr(relu.dtype_key, "name", None) in _DTYPES
-                and relu.dtype_key == node.dtype_key):
+                and relu.name not in control_targets and _same_float(relu, node)):
             pairs[j] = i
     if not pairs:
         return steps
@@ -73,9 +136,7 @@ def _fused(relu_step, grad_step):
         if jit_loading.loaded():
             if fast is None:
                 fast = backward(node)
-            # Variables among the gradient's inputs (scale) arrive as handles: read them
-            # now, as the gradient's own kernel would.
-            vals = [v if type(v) is np.ndarray or not hasattr(v, "read") else v.read() for v in rest]
+            vals = _handles_read(rest)
             try:
                 result = fast(g, f, *vals[:4])
             except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed

@@ -159,6 +159,10 @@ def test_relu_grad_runs_inside_the_batch_norm_gradient(training):
         (dxu, dsu, dyv), labels = _traced_ops(sess, [dx, ds, dy], {x: xv})
         assert any("= ReluGrad(" in label for label in labels)
         reserve = sess.run(list(dx.op.inputs[3:]), {x: xv})
+        # Not fetching y: the batch norm applies the relu itself; the same values.
+        r_fused, dx_fused = sess.run([r, dx], {x: xv})
+    np.testing.assert_array_equal(r_fused, np.maximum(yv, 0))
+    np.testing.assert_allclose(dx_fused, dxv, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(dyv, w * (yv > 0))
     grad_op = dx.op
     want = REFERENCE[grad_op.type](grad_op.attrs, dyv, xv, scale, *reserve)

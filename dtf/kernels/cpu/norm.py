@@ -82,34 +82,47 @@ def normalize(x2, mean, a, offset, relu=False):
     return y2
 
 
-def _forward(v3):
-    def factory(node):
-        attrs, ref = node.attrs, REFERENCE[node.op]
-        eps, training = epsilon(attrs), bool(attrs.get("is_training", True))
-        check_attrs(attrs)
+def forward(node, relu=False):
+    """The kernel of FusedBatchNorm* ``node`` on float32/float64 channels-last inputs:
+    ``compute(x, scale, offset, mean, variance)`` -> the op's outputs, with relu applied to
+    y when ``relu`` (a Relu that alone reads y runs inside: dtf.runtime.fusion_norm); None
+    when the inputs need the reference."""
+    attrs = node.attrs
+    eps, training = epsilon(attrs), bool(attrs.get("is_training", True))
+    v3 = len(node.output_dtypes) == 6
+    check_attrs(attrs)
 
-        def compute(ctx, x, scale, offset, mean, variance):
-            if not _fast(attrs, x):
-                return ref(attrs, x, scale, offset, mean, variance)
-            x2 = as_rows(x, "NHWC")
-            rows, c = x2.shape
-            if training:
-                check_vectors(c, scale=scale, offset=offset)
-                m, v = moments(x2)
-                u = x.dtype
-                stats = (m.astype(u), (v * (rows / max(rows - 1, 1))).astype(u), m.astype(u),
-                         v.astype(u))
-            else:
-                check_vectors(c, scale=scale, offset=offset, mean=mean, variance=variance)
-                m, v = mean.astype(np.float64), variance.astype(np.float64)
-                stats = (mean, variance, mean, variance)
-            a = scale / np.sqrt(v + eps)
-            y = normalize(x2, m, a, offset).reshape(x.shape)
-            return (y,) + stats + ((np.zeros(0, x.dtype),) if v3 else ())
+    def compute(x, scale, offset, mean, variance):
+        if not _fast(attrs, x):
+            return None
+        x2 = as_rows(x, "NHWC")
+        rows, c = x2.shape
+        if training:
+            check_vectors(c, scale=scale, offset=offset)
+            m, v = moments(x2)
+            u = x.dtype
+            stats = (m.astype(u), (v * (rows / max(rows - 1, 1))).astype(u), m.astype(u),
+                     v.astype(u))
+        else:
+            check_vectors(c, scale=scale, offset=offset, mean=mean, variance=variance)
+            m, v = mean.astype(np.float64), variance.astype(np.float64)
+            stats = (mean, variance, mean, variance)
+        a = scale / np.sqrt(v + eps)
+        y = normalize(x2, m, a, offset, relu).reshape(x.shape)
+        return (y,) + stats + ((np.zeros(0, x.dtype),) if v3 else ())
 
-        return compute
+    return compute
 
-    return factory
+
+def _forward(node):
+    attrs, ref = node.attrs, REFERENCE[node.op]
+    fast = forward(node)
+
+    def compute(ctx, x, scale, offset, mean, variance):
+        out = fast(x, scale, offset, mean, variance)
+        return ref(attrs, x, scale, offset, mean, variance) if out is None else out
+
+    return compute
 
 
 def backward(node):
@@ -165,7 +178,7 @@ def _backward(node):
     return compute
 
 
-for _op, _v3 in (("FusedBatchNorm", False), ("FusedBatchNormV2", False), ("FusedBatchNormV3", True)):
-    register_kernel(_op, "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward(_v3)))
+for _op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"):
+    register_kernel(_op, "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward))
 for _op in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"):
     register_kernel(_op, "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_backward))

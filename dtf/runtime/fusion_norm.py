@@ -26,6 +26,7 @@ from dtf.framework.graph_def import NodeDef
 from dtf.kernels.cpu import jit_loading
 
 FORWARDS = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
+ADDS = ("Add", "AddV2")
 GRADS = ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
 _DTYPES = ("float32", "float64")
 
@@ -45,30 +46,76 @@ def _same_float(a, b):
             and a.dtype_key == b.dtype_key)
 
 
+class Applied(np.ndarray):
+    """A batch norm's y that already holds relu(y) (or relu(y + other)): the Add and Relu
+    steps after it pass it on instead of computing. A marker type rather than a flag, so
+    plans run by several steps at once need no shared state; the fallback's plain y runs
+    the Add and the Relu as usual."""
+
+
+# Ops that read only their input's shape, which the rewritten y keeps.
+SHAPE_READERS = ("Shape", "Size", "Rank")
+
+
 def fuse_relu_tails(steps, pinned):
-    """``steps`` with each Relu that alone reads a FusedBatchNorm*'s y applied by the
-    batch norm's kernel; the Relu's step then forwards its input."""
+    """``steps`` with each Relu that alone reads a FusedBatchNorm*'s y, or an Add of y and
+    another tensor that only the Relu reads, applied by the batch norm's kernel (readers
+    of the shape alone aside: the gradient of Add takes the shapes of both operands)."""
     producer, readers = _readers(steps)
     out = None
+
+    def only_reader(slot, j):
+        return slot not in pinned and all(
+            k == j or steps[k][4].op in SHAPE_READERS for k in readers[slot]) and j in readers[slot]
+
     for j, step in enumerate(steps):
         relu = step[4]
-        if relu.op != "Relu" or len(step[1]) != 1:
+        if relu.op != "Relu" or len(step[1]) != 1 or not only_reader(step[1][0], j):
             continue
         i = producer.get(step[1][0])
         if i is None:
             continue
+        add = None
+        if steps[i][4].op in ADDS and len(steps[i][1]) == 2 and _same_float(steps[i][4], relu):
+            add, a_ins = i, steps[i][1]
+            for pos in (0, 1):
+                i = producer.get(a_ins[pos])
+                # The other operand becomes the batch norm's input: it must exist by then.
+                if (i is not None and steps[i][4].op in FORWARDS and steps[i][2] == a_ins[pos]
+                        and a_ins[1 - pos] != a_ins[pos] and only_reader(a_ins[pos], add)
+                        and producer.get(a_ins[1 - pos], -1) < i):
+                    break
+            else:
+                continue
         bn = steps[i][4]
-        y = steps[i][2]
-        if (bn.op in FORWARDS and step[1][0] == y and readers[y] == [j] and y not in pinned
+        if (bn.op in FORWARDS and (add is not None or steps[i][2] == step[1][0])
                 and steps[i][3] == len(bn.output_dtypes) and _same_float(relu, bn)):
             out = out or list(steps)
-            out[i] = _with_relu(steps[i])
-            out[j] = (_forward_input, step[1], step[2], 1, relu)
+            if add is None:
+                out[i] = _with_relu(steps[i])
+            else:
+                out[i] = _with_relu(steps[i], steps[add][1][1 - pos])
+                out[add] = _passing_on(steps[add], bn)
+            out[j] = _passing_on(step, bn)
     return out or steps
 
 
-def _forward_input(ctx, y):
-    return y  # the batch norm before it applied the relu
+def _passing_on(step, bn):
+    """The Add or Relu step after a rewritten batch norm: passes an Applied y on (the Relu
+    as a plain array), computes as before otherwise. Renamed, so that no elementwise group
+    takes it for the op it was."""
+    compute0, ins, out, nout, node = step
+    last = node.op == "Relu"
+
+    def compute(ctx, *xs):
+        for x in xs:
+            if type(x) is Applied:
+                return x.view(np.ndarray) if last else x
+        return compute0(ctx, *xs)
+
+    renamed = NodeDef(node.name, f"{node.op}(in {bn.op})", node.inputs, node.control_inputs,
+                      node.device, node.attrs, list(node.output_dtypes))
+    return compute, ins, out, nout, renamed
 
 
 def _handles_read(values):
@@ -77,8 +124,14 @@ def _handles_read(values):
     return [v if type(v) is np.ndarray or not hasattr(v, "read") else v.read() for v in values]
 
 
-def _with_relu(step):
+def _with_relu(step, residual_slot=None):
+    """The batch norm ``step`` writing relu(y), or relu(y + the value of ``residual_slot``,
+    appended to its inputs), as an Applied array; until the loops load, or where the
+    kernel cannot take the inputs, its own kernel (the steps after it then compute)."""
     compute0, ins, out, nout, node = step
+    n_bn = len(ins)
+    if residual_slot is not None:
+        ins = tuple(ins) + (residual_slot,)
     from dtf.kernels.cpu.norm import forward
 
     fast = None
@@ -88,11 +141,11 @@ def _with_relu(step):
         if jit_loading.loaded():
             if fast is None:
                 fast = forward(node, relu=True)
-            result = fast(*_handles_read(xs))
+            vals = _handles_read(xs[:n_bn])
+            result = fast(*vals, xs[n_bn] if residual_slot is not None else None)
             if result is not None:
-                return result
-        result = compute0(ctx, *xs)
-        return (np.maximum(result[0], 0),) + tuple(result[1:])
+                return (result[0].view(Applied),) + tuple(result[1:])
+        return compute0(ctx, *xs[:n_bn])
 
     return compute, ins, out, nout, node
 

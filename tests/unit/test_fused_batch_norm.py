@@ -176,3 +176,33 @@ def test_a_later_tf_exponential_avg_factor_is_refused_by_name():
     with pytest.raises(tf.errors.UnimplementedError, match="exponential_avg_factor"):
         REFERENCE["FusedBatchNormV3"]({"exponential_avg_factor": 0.5, "is_training": True}, x, v, v,
                                       v, v)
+
+
+@pytest.mark.parametrize("fmt,h_shape", [("NHWC", (4, 8, 8, 16)), ("NHWC", (16,)),
+                                         ("NCHW", (4, 16, 8, 8))])
+def test_residual_add_and_relu_after_a_batch_norm_match_numpy(fmt, h_shape):
+    """relu(batch_norm(x) + h): the batch norm's pass adds h and applies the relu when it
+    can (same shape, channels last); a broadcast h or channels first run the ops as usual."""
+    shape = (4, 8, 8, 16) if fmt == "NHWC" else (4, 16, 8, 8)
+    xv = RNG.randn(*shape).astype(np.float32) * 2 + 1
+    hv = RNG.randn(*h_shape).astype(np.float32)
+    w = RNG.randn(*shape).astype(np.float32)
+    x, h = tf.placeholder(tf.float32, shape), tf.placeholder(tf.float32, [None] * len(h_shape))
+    y = tf.nn.fused_batch_norm(x, np.ones(16, np.float32), np.zeros(16, np.float32),
+                               data_format=fmt)[0]
+    r = tf.nn.relu(y + h)
+    dx, dh = tf.gradients(tf.reduce_sum(r * w), [x, h])
+    axes = (0, 1, 2) if fmt == "NHWC" else (0, 2, 3)
+    keep = dict(axis=axes, keepdims=True)
+    yv = (xv - xv.mean(**keep)) / np.sqrt(xv.var(**keep) + 1e-3)
+    want = np.maximum(yv + hv, 0)
+    with tf.Session() as sess:
+        for _ in range(2):  # the second run reuses the plan
+            rv, dxv, dhv = sess.run([r, dx, dh], {x: xv, h: hv})
+            np.testing.assert_allclose(rv, want, rtol=1e-4, atol=1e-4)
+            assert type(rv) is np.ndarray
+            mask = w * (want > 0)
+            np.testing.assert_allclose(dhv, mask.sum(axis=tuple(range(len(shape) - len(h_shape))))
+                                       if len(h_shape) == 1 else mask, rtol=1e-4, atol=1e-4)
+        ref_dx = sess.run(tf.gradients(tf.reduce_sum(y * tf.constant(mask)), [x])[0], {x: xv})
+    np.testing.assert_allclose(dxv, ref_dx, rtol=1e-4, atol=1e-4)

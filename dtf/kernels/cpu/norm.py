@@ -72,28 +72,34 @@ def moments(x2):
     return shift + d, var
 
 
-def normalize(x2, mean, a, offset, relu=False):
-    """(x2 - mean) * a + offset per channel (then relu), in x2's dtype."""
+def normalize(x2, mean, a, offset, relu=False, residual=None):
+    """(x2 - mean) * a + offset per channel (+ residual, a same-shape matrix; then relu),
+    in x2's dtype."""
     rows, c = x2.shape
     t = x2.dtype
     m, a, b = mean.astype(t), a.astype(t), offset.astype(t)
     y2 = np.empty_like(x2)
-    _over_rows(lambda k, r0, r1: _jit()._scale_shift(x2, m, a, b, y2, r0, r1, relu), rows, c)
+    h = x2 if residual is None else residual
+    _over_rows(lambda k, r0, r1: _jit()._scale_shift(x2, m, a, b, h, residual is not None, y2,
+                                                     r0, r1, relu), rows, c)
     return y2
 
 
 def forward(node, relu=False):
     """The kernel of FusedBatchNorm* ``node`` on float32/float64 channels-last inputs:
-    ``compute(x, scale, offset, mean, variance)`` -> the op's outputs, with relu applied to
-    y when ``relu`` (a Relu that alone reads y runs inside: dtf.runtime.fusion_norm); None
-    when the inputs need the reference."""
+    ``compute(x, scale, offset, mean, variance, residual=None)`` -> the op's outputs, with
+    y replaced by relu(y (+ residual)) when ``relu`` (a Relu, or an Add and a Relu, that
+    alone read y run inside: dtf.runtime.fusion_norm); None when the inputs need the
+    reference."""
     attrs = node.attrs
     eps, training = epsilon(attrs), bool(attrs.get("is_training", True))
     v3 = len(node.output_dtypes) == 6
     check_attrs(attrs)
 
-    def compute(x, scale, offset, mean, variance):
-        if not _fast(attrs, x):
+    def compute(x, scale, offset, mean, variance, residual=None):
+        if not _fast(attrs, x) or (residual is not None and (
+                type(residual) is not np.ndarray or residual.shape != x.shape
+                or residual.dtype != x.dtype)):
             return None
         x2 = as_rows(x, "NHWC")
         rows, c = x2.shape
@@ -108,7 +114,8 @@ def forward(node, relu=False):
             m, v = mean.astype(np.float64), variance.astype(np.float64)
             stats = (mean, variance, mean, variance)
         a = scale / np.sqrt(v + eps)
-        y = normalize(x2, m, a, offset, relu).reshape(x.shape)
+        h = None if residual is None else as_rows(residual, "NHWC")
+        y = normalize(x2, m, a, offset, relu, h).reshape(x.shape)
         return (y,) + stats + ((np.zeros(0, x.dtype),) if v3 else ())
 
     return compute

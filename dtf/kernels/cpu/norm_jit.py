@@ -31,19 +31,18 @@ def _stats(x, r0, r1, shift, sums, squares, k):
 
 
 @njit(**_JIT)
-def _scale_shift(x, m, a, b, y, r0, r1, relu):
-    """y = (x - m) * a + b per channel over rows [r0, r1); then max(y, 0) when ``relu`` (NaN
-    stays NaN, as under Relu)."""
+def _scale_shift(x, m, a, b, h, residual, y, r0, r1, relu):
+    """y = (x - m) * a + b per channel over rows [r0, r1), plus h when ``residual``, then
+    max(., 0) when ``relu`` (NaN stays NaN, as under Relu)."""
     c = x.shape[1]
-    if relu:
-        for r in range(r0, r1):
-            for j in range(c):
-                v = (x[r, j] - m[j]) * a[j] + b[j]
-                y[r, j] = 0.0 if v <= 0 else v
-    else:
-        for r in range(r0, r1):
-            for j in range(c):
-                y[r, j] = (x[r, j] - m[j]) * a[j] + b[j]
+    for r in range(r0, r1):
+        for j in range(c):
+            v = (x[r, j] - m[j]) * a[j] + b[j]
+            if residual:
+                v += h[r, j]
+            if relu:
+                v = 0.0 if v <= 0 else v
+            y[r, j] = v
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -37,26 +37,28 @@ def _jit():
     return norm_jit
 
 
+def _rows_per_chunk(channels):
+    return max(1, CHUNK_ELEMENTS // max(channels, 1))
+
+
+def _chunk_count(rows, channels):
+    return max(1, -(-rows // _rows_per_chunk(channels)))
+
+
 def _over_rows(fn, rows, channels):
-    """fn(k, r0, r1) for each chunk k of rows [r0, r1); returns the number of chunks."""
-    per = max(1, CHUNK_ELEMENTS // max(channels, 1))
-    n = max(1, -(-rows // per))
+    """fn(k, r0, r1) for each chunk k of rows [r0, r1), on the intra-op threads."""
+    per, n = _rows_per_chunk(channels), _chunk_count(rows, channels)
     if n == 1:
         fn(0, 0, rows)
     else:
         run_chunks(lambda k: fn(k, k * per, min(rows, (k + 1) * per)), n)
-    return n
-
-
-def _chunk_count(rows, channels):
-    per = max(1, CHUNK_ELEMENTS // max(channels, 1))
-    return max(1, -(-rows // per))
 
 
 def _fast(attrs, x):
     fmt = attrs.get("data_format", "NHWC")
     fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
-    return fmt in CHANNELS_LAST and x.ndim in (4, 5) and x.size > 0 and x.dtype in (np.float32, np.float64)
+    return (fmt in CHANNELS_LAST and x.ndim in (4, 5) and x.size > 0
+            and x.dtype in (np.float32, np.float64))
 
 
 def moments(x2):

@@ -106,6 +106,10 @@ OPS = _invert({
     'dtf.ops.nn_extra_ops': (
         "LRN LRNGrad Selu SeluGrad"
     ),
+    'dtf.ops.nn_norm_ops': (
+        "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "
+        "FusedBatchNormV2 FusedBatchNormV3"
+    ),
     'dtf.ops.nn_ops': (
         "AvgPool AvgPoolGrad BiasAdd BiasAddGrad Conv2D Conv2DBackpropFilter "
         "Conv2DBackpropInput Elu EluGrad InTopKV2 L2Loss LeakyRelu LeakyReluGrad LogSoftmax "
@@ -256,6 +260,10 @@ REFERENCE = _invert({
     'dtf.kernels.reference.nn_extra': (
         "LRN LRNGrad Selu SeluGrad"
     ),
+    'dtf.kernels.reference.nn_norm': (
+        "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "
+        "FusedBatchNormV2 FusedBatchNormV3"
+    ),
     'dtf.kernels.reference.parsing': (
         "DecodeCSV DecodeRaw MatchingFiles ParseExample ParseSingleExample "
         "ParseSingleSequenceExample"
@@ -298,7 +306,7 @@ REFERENCE = _invert({
     ),
 })
 
-REFERENCE_MODULES = ('dtf.kernels.reference.array', 'dtf.kernels.reference.array_extra', 'dtf.kernels.reference.candidate_sampling', 'dtf.kernels.reference.conv_extra', 'dtf.kernels.reference.elementwise', 'dtf.kernels.reference.feature', 'dtf.kernels.reference.image', 'dtf.kernels.reference.image_codec', 'dtf.kernels.reference.linalg', 'dtf.kernels.reference.linalg_decomp', 'dtf.kernels.reference.logging', 'dtf.kernels.reference.math', 'dtf.kernels.reference.matrix', 'dtf.kernels.reference.nn', 'dtf.kernels.reference.nn_extra', 'dtf.kernels.reference.parsing', 'dtf.kernels.reference.random', 'dtf.kernels.reference.scatter_nd', 'dtf.kernels.reference.segment', 'dtf.kernels.reference.sort', 'dtf.kernels.reference.sparse', 'dtf.kernels.reference.sparse_combine', 'dtf.kernels.reference.special', 'dtf.kernels.reference.strings', 'dtf.kernels.reference.tensor_array')
+REFERENCE_MODULES = ('dtf.kernels.reference.array', 'dtf.kernels.reference.array_extra', 'dtf.kernels.reference.candidate_sampling', 'dtf.kernels.reference.conv_extra', 'dtf.kernels.reference.elementwise', 'dtf.kernels.reference.feature', 'dtf.kernels.reference.image', 'dtf.kernels.reference.image_codec', 'dtf.kernels.reference.linalg', 'dtf.kernels.reference.linalg_decomp', 'dtf.kernels.reference.logging', 'dtf.kernels.reference.math', 'dtf.kernels.reference.matrix', 'dtf.kernels.reference.nn', 'dtf.kernels.reference.nn_extra', 'dtf.kernels.reference.nn_norm', 'dtf.kernels.reference.parsing', 'dtf.kernels.reference.random', 'dtf.kernels.reference.scatter_nd', 'dtf.kernels.reference.segment', 'dtf.kernels.reference.sort', 'dtf.kernels.reference.sparse', 'dtf.kernels.reference.sparse_combine', 'dtf.kernels.reference.special', 'dtf.kernels.reference.strings', 'dtf.kernels.reference.tensor_array')
 
 KERNELS = {
     'CPU': _invert({
@@ -344,6 +352,10 @@ KERNELS = {
         'dtf.kernels.cpu.nn': (
             "AvgPool AvgPoolGrad Relu ReluGrad SoftmaxCrossEntropyWithLogits "
             "SparseSoftmaxCrossEntropyWithLogits"
+        ),
+        'dtf.kernels.cpu.norm': (
+            "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "
+            "FusedBatchNormV2 FusedBatchNormV3"
         ),
         'dtf.kernels.cpu.random': (
             "Multinomial RandomShuffle RandomStandardNormal RandomUniform RandomUniformInt "
@@ -448,6 +460,10 @@ KERNELS = {
         ),
         'dtf.kernels.reference.nn_extra': (
             "LRN LRNGrad Selu SeluGrad"
+        ),
+        'dtf.kernels.reference.nn_norm': (
+            "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "
+            "FusedBatchNormV2 FusedBatchNormV3"
         ),
         'dtf.kernels.reference.parsing': (
             "DecodeCSV DecodeRaw MatchingFiles ParseExample ParseSingleExample "
@@ -590,6 +606,10 @@ KERNELS = {
         'dtf.kernels.reference.nn_extra': (
             "LRN LRNGrad Selu SeluGrad"
         ),
+        'dtf.kernels.reference.nn_norm': (
+            "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "
+            "FusedBatchNormV2 FusedBatchNormV3"
+        ),
         'dtf.kernels.reference.scatter_nd': (
             "GatherNd ScatterNd TensorScatterAdd TensorScatterSub TensorScatterUpdate"
         ),
@@ -625,6 +645,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.logging',
         'dtf.kernels.cpu.math',
         'dtf.kernels.cpu.nn',
+        'dtf.kernels.cpu.norm',
         'dtf.kernels.cpu.random',
         'dtf.kernels.cpu.readers',
         'dtf.kernels.cpu.scatter',
@@ -649,6 +670,7 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.matrix',
         'dtf.kernels.reference.nn',
         'dtf.kernels.reference.nn_extra',
+        'dtf.kernels.reference.nn_norm',
         'dtf.kernels.reference.parsing',
         'dtf.kernels.reference.random',
         'dtf.kernels.reference.scatter_nd',
@@ -686,6 +708,7 @@ KERNEL_MODULES = {
         'dtf.kernels.reference.matrix',
         'dtf.kernels.reference.nn',
         'dtf.kernels.reference.nn_extra',
+        'dtf.kernels.reference.nn_norm',
         'dtf.kernels.reference.scatter_nd',
         'dtf.kernels.reference.segment',
         'dtf.kernels.reference.sort',

@@ -7,21 +7,98 @@ fused_batch_norm follows TF's FusedBatchNormV3 exactly where a program can see i
 is raised to at least 1.001e-5, training returns the batch mean and the Bessel-corrected
 batch variance (while normalizing with the biased one), inference returns the given mean
 and variance, and no gradient flows into the returned statistics nor, in inference, into
-the given mean and variance (TF's gradient returns None for them).
+the given mean and variance (TF's gradient returns None for them). It is one
+FusedBatchNormV3 op (FusedBatchNorm and V2 are registered too, for imported graphs), whose
+kernels make one pass for the statistics and one for the output (the composite of moments
+and batch_normalization took a third of a small ResNet's step); its gradient is one
+FusedBatchNormGradV3 op (gradients in nn_norm_grad).
 """
 from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
+from dtf.framework.op_registry import register_op
+from dtf.framework.tensor_shape import TensorShape, unknown_shape
 from . import array_ops, math_ops, reduction_ops, slicing_ops
 from .common import convert
-from .nn_ops import moments
 from .reduction_ops import reduce_prod
 
 __all__ = ["batch_normalization", "fused_batch_norm", "batch_norm_with_global_normalization",
            "sufficient_statistics", "normalize_moments", "weighted_moments"]
 
 _MIN_FUSED_EPSILON = 1.001e-5
+_CHANNELS_FIRST = ("NCHW", "NCDHW")
+
+
+# -- the fused ops: shape functions --------------------------------------------------------------
+def _attr_str(attrs, key, default):
+    v = attrs.get(key, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _shape_error(op_type, attrs, rule):
+    return ValueError(f"{rule} for '{attrs.get('_op_name', op_type)}' (op: '{op_type}')")
+
+
+def _channels(op_type, attrs, x, vectors):
+    """The channel count (None if unknown) after checking x's rank and that every named
+    vector is rank 1 of that length, as TF's FusedBatchNorm shape functions do."""
+    fmt = _attr_str(attrs, "data_format", "NHWC")
+    if fmt not in ("NHWC", "NCHW", "NDHWC", "NCDHW"):
+        raise _shape_error(op_type, attrs, f"Invalid data_format {fmt!r}")
+    c = None
+    dims = x.shape.as_tuple_or_none()
+    if dims is not None:
+        if len(dims) not in (4, 5):
+            raise _shape_error(op_type, attrs, f"Shape must be rank 4 (or 5) but is rank {len(dims)}")
+        c = dims[1] if fmt in _CHANNELS_FIRST else dims[-1]
+    for name, v in vectors:
+        vd = v.shape.as_tuple_or_none()
+        if vd is None:
+            continue
+        if len(vd) != 1:
+            raise _shape_error(op_type, attrs, f"Shape of {name} must be rank 1 but is rank {len(vd)}")
+        if c is not None and vd[0] is not None and vd[0] != c:
+            raise _shape_error(op_type, attrs, f"Dimensions must be equal, but are {c} and {vd[0]} "
+                               f"({name} against the channels of x)")
+        c = c if c is not None else vd[0]
+    return c
+
+
+def _forward_infer(op_type, n_out):
+    def infer(inputs, attrs):
+        x, scale, offset, mean, variance = inputs
+        vectors = [("scale", scale), ("offset", offset)]
+        if not attrs.get("is_training", True):
+            vectors += [("mean", mean), ("variance", variance)]
+        c = _channels(op_type, attrs, x, vectors)
+        u = attrs.get("U", x.dtype)
+        out = [(x.dtype, x.shape)] + [(u, TensorShape([c]))] * 4
+        return out + [(u, unknown_shape())] * (n_out - 5)
+
+    return infer
+
+
+def _grad_infer(op_type):
+    def infer(inputs, attrs):
+        dy, x, scale, rs1, rs2 = inputs[:5]
+        c = _channels(op_type, attrs, x, [("scale", scale), ("reserve_space_1", rs1),
+                                           ("reserve_space_2", rs2)])
+        if dy.shape.ndims is not None and x.shape.ndims is not None and \
+                not dy.shape.is_compatible_with(x.shape):
+            raise _shape_error(op_type, attrs, f"y_backprop and x must have the same shape, got "
+                               f"{dy.shape} and {x.shape}")
+        u = attrs.get("U", x.dtype)
+        return [(x.dtype, x.shape), (u, TensorShape([c])), (u, TensorShape([c])),
+                (u, unknown_shape()), (u, unknown_shape())]
+
+    return infer
+
+
+for _op, _n in (("FusedBatchNorm", 5), ("FusedBatchNormV2", 5), ("FusedBatchNormV3", 6)):
+    register_op(_op)(_forward_infer(_op, _n))
+for _op in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"):
+    register_op(_op)(_grad_infer(_op))
 
 
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
@@ -127,46 +204,32 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
     (variance Bessel-corrected; ``mean`` and ``variance`` are ignored), otherwise ``mean``
     and ``variance`` themselves.
     """
-    with _ops.name_scope(name, "FusedBatchNormV3", [x, scale, offset, mean, variance]):
+    with _ops.name_scope(name, "FusedBatchNormV3", [x, scale, offset, mean, variance]) as scope:
         x = convert(x, "input")
         if x.shape.ndims not in (None, 4, 5):
             raise ValueError(f"fused_batch_norm: input must be 4-dimensional (or 5), got shape "
                              f"{x.shape}")
         if x.shape.ndims is None:
             raise ValueError("fused_batch_norm needs an input of known rank")
-        axes, vec_shape = _channel_layout(data_format, x.shape.ndims)
+        _channel_layout(data_format, x.shape.ndims)  # raises on an unknown data_format
         # Half-precision inputs are normalized in float32, with float32 scale and offset (TF).
         compute = dtypes.float32 if x.dtype == dtypes.float16 else x.dtype
-        xc = math_ops.cast(x, compute) if compute != x.dtype else x
         scale = convert(scale, "scale", dtype=compute)
         offset = convert(offset, "offset", dtype=compute)
-        epsilon = max(float(epsilon), _MIN_FUSED_EPSILON)
         if is_training:
             # A given mean and variance are ignored, as by TF's kernel in graph mode.
-            batch_mean, batch_var = moments(xc, axes)
-            n = _count(xc, axes)
-            returned_var = batch_var * (n / math_ops.maximum(n - 1.0, 1.0))
-            y = batch_normalization(xc, _vec(batch_mean, vec_shape), _vec(batch_var, vec_shape),
-                                    _vec(offset, vec_shape), _vec(scale, vec_shape), epsilon)
-            returned = batch_mean, returned_var
+            mean = variance = _ops.convert_to_tensor([], dtype=compute)
+        elif mean is None or variance is None:
+            raise ValueError("fused_batch_norm: mean and variance must be given when "
+                             "is_training is False")
         else:
-            if mean is None or variance is None:
-                raise ValueError("fused_batch_norm: mean and variance must be given when "
-                                 "is_training is False")
-            mean = array_ops.stop_gradient(convert(mean, "mean", dtype=compute))
-            variance = array_ops.stop_gradient(convert(variance, "variance", dtype=compute))
-            y = batch_normalization(xc, _vec(mean, vec_shape), _vec(variance, vec_shape),
-                                    _vec(offset, vec_shape), _vec(scale, vec_shape), epsilon)
-            returned = mean, variance
-        if compute != x.dtype:
-            y = math_ops.cast(y, x.dtype)
-        y = array_ops.identity(y, name="y")
-        return (y, array_ops.stop_gradient(returned[0], name="batch_mean"),
-                array_ops.stop_gradient(returned[1], name="batch_variance"))
-
-
-def _vec(v, shape):
-    return v if shape == [-1] else array_ops.reshape(v, shape)
+            mean = convert(mean, "mean", dtype=compute)
+            variance = convert(variance, "variance", dtype=compute)
+        attrs = {"T": x.dtype, "U": compute, "epsilon": max(float(epsilon), _MIN_FUSED_EPSILON),
+                 "data_format": data_format, "is_training": bool(is_training)}
+        op = _ops.make_op("FusedBatchNormV3", [x, scale, offset, mean, variance], attrs,
+                          name=scope)
+        return op.outputs[0], op.outputs[1], op.outputs[2]
 
 
 def _count(x, axes):
@@ -179,3 +242,6 @@ def _count(x, axes):
         return _ops.convert_to_tensor(float(n), dtype=x.dtype)
     shape = array_ops.shape(x)
     return math_ops.cast(reduce_prod(slicing_ops.gather(shape, axes)), x.dtype)
+
+
+from . import nn_norm_grad  # noqa: E402,F401  (registers the fused ops' gradients)

@@ -59,8 +59,11 @@ def _register(op_type, infer):
 
 # -- activations --------------------------------------------------------------------------------
 # (public name, op type, gradient op type, whether the gradient op reads the op's output)
+# ReluGrad reads Relu's output, as TF's gradient does (the same mask): then nothing but the
+# Relu reads its input, which plan fusion can fold into the op before (a bias add, a batch
+# norm) and free early.
 ACTIVATIONS = [
-    ("relu", "Relu", "ReluGrad", False), ("relu6", "Relu6", "Relu6Grad", False),
+    ("relu", "Relu", "ReluGrad", True), ("relu6", "Relu6", "Relu6Grad", False),
     ("elu", "Elu", "EluGrad", True), ("softplus", "Softplus", "SoftplusGrad", False),
     ("softsign", "Softsign", "SoftsignGrad", False),
     ("leaky_relu", "LeakyRelu", "LeakyReluGrad", False),

@@ -128,6 +128,8 @@ class Dataset:
         self._tensors = dict(tensors or {})
         self._attrs = dict(attrs or {})
         self._functions = dict(functions or {})
+        # the name scope TF would have created this dataset's op in (its GraphDef export)
+        self._scope = _ops.get_default_graph().get_name_scope()
 
     # -- structure -----------------------------------------------------------------
     @property
@@ -152,6 +154,9 @@ class Dataset:
     def _spec(self, captures: Captures) -> dict:
         spec = {"kind": self._kind, **self._attrs,
                 "types": [c.dtype for c in nest.flatten(self._element)],
+                "shapes": [c.shape.as_list() if c.shape.ndims is not None else None
+                           for c in nest.flatten(self._element)],
+                "scope": self._scope,
                 "inputs": [d._spec(captures) for d in self._inputs],
                 "tensors": {k: captures.index(t) for k, t in self._tensors.items()}}
         functions = {}

@@ -213,10 +213,34 @@ def node_def(op, skip_unencodable=False) -> pb.NodeDef:
     return node
 
 
+# dtf ops that TF spells as several nodes: op type -> (module, function(op, taken names)
+# -> NodeDefs). Imported on first use: most graphs have none, and ``import dtf`` stays light.
+_UNFOLDED = {"MakeIterator": ("dtf.data.graph_export", "make_iterator_nodes")}
+
+
+def _unfold(op, taken: set, skip_unencodable: bool) -> list:
+    import importlib
+
+    module, fn = _UNFOLDED[op.type]
+    try:
+        return getattr(importlib.import_module(module), fn)(op, taken)
+    except TypeError:
+        if not skip_unencodable:
+            raise
+        return [node_def(op, skip_unencodable)]
+
+
 def graph_def(graph, skip_unencodable=False, add_shapes=False) -> pb.GraphDef:
     """The GraphDef proto of a dtf Graph, ops in creation order (a topological order)."""
     gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
-    for op in graph.get_operations():
+    ops = graph.get_operations()
+    taken = None
+    for op in ops:
+        if op.type in _UNFOLDED:
+            if taken is None:
+                taken = {o.name.lower() for o in ops}
+            gd.node.extend(_unfold(op, taken, skip_unencodable))
+            continue
         node = node_def(op, skip_unencodable)
         if add_shapes:
             node.attr["_output_shapes"] = pb.AttrValue(list=pb.ListValue(

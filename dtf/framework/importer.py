@@ -82,6 +82,14 @@ class _Expanded:
         self._ops = [t.op for t in outputs]
 
 
+def _dataset_import(op_type):
+    """The importer of a TF dataset or iterator node, which dtf folds into its datasets
+    (dtf/data/graph_import.py, loaded on first use), else None."""
+    from dtf.data.graph_import import IMPORTS
+
+    return IMPORTS.get(op_type)
+
+
 # -- importing ------------------------------------------------------------------------------
 def _as_graph_def(graph_def) -> pb.GraphDef:
     if isinstance(graph_def, pb.GraphDef):
@@ -187,7 +195,8 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     with graph.name_scope(None if name == "" else (name or "import")) as scope:
         for node in _topological(list(graph_def.node)):
             op_type = _OP_TYPE_ALIASES.get(node.op, node.op)
-            if not op_registry.has_op(op_type) and node.op not in _EXPANSIONS:
+            folded = _dataset_import(node.op)
+            if not op_registry.has_op(op_type) and node.op not in _EXPANSIONS and folded is None:
                 raise ValueError(f"import_graph_def: node {node.name!r} has op type {node.op!r}, "
                                  "which dtf does not have")
             inputs, controls = [], []
@@ -210,6 +219,9 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 else:
                     inputs.append(op.outputs[idx])
             try:
+                if folded is not None:
+                    created[node.name] = folded(node, inputs, controls, graph_def.library)
+                    continue
                 if node.op in _EXPANSIONS:
                     created[node.name] = _expand(graph, node, inputs, controls, scope)
                     continue

@@ -1,0 +1,253 @@
+"""TF's dataset and iterator nodes, read back into dtf's datasets (``import_graph_def``).
+
+In TF's GraphDef each dataset stage is a node whose variant output feeds the next stage
+and, at the end, ``MakeIterator`` (or a ``OneShotIterator``'s factory function). dtf has no
+dataset ops: importing builds the same pipeline as the Python ``tf.data`` calls would, one
+``Dataset`` object per node, and only the iterator ops become graph ops. The importer
+(dtf/framework/importer.py) asks ``IMPORTS`` for each node type it finds here.
+
+A stage argument dtf keeps static (a batch's drop_remainder, padded shapes, a reader's
+compression) must be a Const node there, as TF's Python always writes it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dtf.framework import dtypes as _dtypes
+from dtf.framework import graph_io
+from dtf.framework import ops as _ops
+from dtf.framework.importer import _Expanded
+from dtf.framework.tensor_shape import TensorShape, unknown_shape
+from .dataset_ops import Captures, Component, Dataset
+
+IMPORTS: dict = {}
+
+# attrs TF's dataset ops have that change nothing dtf computes
+_IGNORED = frozenset({"metadata", "_class", "_output_shapes", "use_inter_op_parallelism",
+                      "preserve_cardinality", "parallel_copy", "replicate_on_split",
+                      "slack_period", "legacy_autotune", "buffer_size_min", "deterministic",
+                      "sloppy", "force_synchronous", "use_unbounded_threadpool", "_cardinality"})
+
+
+def importer(*op_types):
+    def deco(fn):
+        for t in op_types:
+            if t in IMPORTS:
+                raise KeyError(f"dataset import of {t!r} registered twice")
+            IMPORTS[t] = fn
+        return fn
+    return deco
+
+
+class DatasetNode(_Expanded):
+    """An imported dataset node as the importer sees it: one output, a dtf Dataset."""
+
+    def __init__(self, name, dataset):
+        self.outputs = [dataset]
+        self.name = name
+        self._ops = []
+
+
+class Node:
+    """One TF node being imported: its inputs (Tensors and Datasets) and readable attrs."""
+
+    def __init__(self, proto, inputs, library):
+        self.proto = proto
+        self.name = proto.name
+        self.inputs = inputs
+        self.library = library
+        self.attrs = {k: graph_io.attr_python(v) for k, v in proto.attr.items()
+                      if k not in _IGNORED and v.WhichOneof("value") != "func"}
+
+    def error(self, msg):
+        return ValueError(f"node {self.name!r} ({self.proto.op}): {msg}")
+
+    def dataset(self, i=0) -> Dataset:
+        d = self.inputs[i]
+        if not isinstance(d, Dataset):
+            raise self.error(f"input {i} must be a dataset, got {getattr(d, 'name', d)!r}")
+        return d
+
+    def tensor(self, i):
+        t = self.inputs[i]
+        if not isinstance(t, _ops.Tensor):
+            raise self.error(f"input {i} must be a tensor, got a dataset")
+        return t
+
+    def static(self, i, what):
+        """The value of input ``i``, which dtf needs when the graph is built: a Const."""
+        t = self.tensor(i)
+        if t.op.type != "Const":
+            raise self.error(f"{what} must be a constant for dtf (it is fixed when the pipeline "
+                             f"is built), got the output of {t.op.name!r} ({t.op.type})")
+        return np.asarray(t.op.get_attr("value"))
+
+    def element(self, types_attr="output_types"):
+        types = self.attrs.get(types_attr) or []
+        shapes = self.attrs.get("output_shapes") or [None] * len(types)
+        if len(shapes) != len(types):
+            raise self.error(f"{len(types)} output types but {len(shapes)} output shapes")
+        comps = tuple(Component(t, unknown_shape() if s is None else TensorShape(s))
+                      for t, s in zip(types, shapes))
+        return comps[0] if len(comps) == 1 else comps
+
+    def make(self, kind, inputs=(), tensors=None, attrs=None, functions=None,
+             types_attr="output_types", element=None):
+        ds = Dataset(kind, self.element(types_attr) if element is None else element,
+                     inputs, tensors, attrs, functions)
+        # under the import's name scope, where the node was in its own graph
+        ds._scope = "/".join(p for p in (ds._scope, self.name.rpartition("/")[0]) if p)
+        return ds
+
+
+def _fold(fn):
+    """An importer of one dataset node: fn(Node) -> Dataset."""
+    def run(proto, inputs, controls, library):
+        node = Node(proto, inputs, library)
+        return DatasetNode(proto.name, fn(node))
+    return run
+
+
+def register(*op_types):
+    return lambda fn: importer(*op_types)(_fold(fn))
+
+
+# -- sources -------------------------------------------------------------------------------
+@register("TensorSliceDataset", "TensorDataset")
+def _tensors(n):
+    if n.attrs.get("is_files"):
+        raise n.error("is_files=True is not supported by dtf")
+    kind = "tensor_slices" if n.proto.op == "TensorSliceDataset" else "tensors"
+    return n.make(kind, tensors={f"c{i}": n.tensor(i) for i in range(len(n.inputs))},
+                  attrs={"n": len(n.inputs)}, types_attr="Toutput_types")
+
+
+@register("RangeDataset")
+def _range(n):
+    if list(n.attrs.get("output_types") or [_dtypes.int64]) != [_dtypes.int64]:
+        raise n.error(f"dtf's range datasets are int64, got {n.attrs['output_types']}")
+    return n.make("range", tensors={k: n.tensor(i) for i, k in enumerate(("start", "stop", "step"))},
+                  element=Component(_dtypes.int64, []))
+
+
+_RECORD = Component(_dtypes.string, [])
+
+
+def _compression(n, i):
+    from dtf.io.records import compression_name
+
+    return compression_name(n.static(i, "compression_type").item())
+
+
+@register("TFRecordDataset", "TextLineDataset")
+def _records(n):
+    kind = "tfrecord" if n.proto.op == "TFRecordDataset" else "text_line"
+    return n.make(kind, tensors={"filenames": n.tensor(0)},
+                  attrs={"compression": _compression(n, 1)}, element=_RECORD)
+
+
+@register("FixedLengthRecordDataset", "FixedLengthRecordDatasetV2")
+def _fixed_length(n):
+    tensors = {k: n.tensor(i) for i, k in
+               enumerate(("filenames", "header_bytes", "record_bytes", "footer_bytes"))}
+    compression = _compression(n, 5) if n.proto.op.endswith("V2") else ""
+    return n.make("fixed_length", tensors=tensors, attrs={"compression": compression},
+                  element=_RECORD)
+
+
+# -- combining -----------------------------------------------------------------------------
+@register("ZipDataset")
+def _zip(n):
+    inputs = [n.dataset(i) for i in range(len(n.inputs))]
+    return n.make("zip", inputs, attrs={"sizes": [len(d._components()) for d in inputs]})
+
+
+@register("ConcatenateDataset")
+def _concatenate(n):
+    return n.make("concatenate", (n.dataset(0), n.dataset(1)))
+
+
+# -- batching ------------------------------------------------------------------------------
+@register("BatchDataset", "BatchDatasetV2")
+def _batch(n):
+    drop = bool(n.static(2, "drop_remainder")) if n.proto.op.endswith("V2") else False
+    return n.make("batch", (n.dataset(),), tensors={"batch_size": n.tensor(1)},
+                  attrs={"drop_remainder": drop})
+
+
+@register("PaddedBatchDataset", "PaddedBatchDatasetV2")
+def _padded_batch(n):
+    count = n.attrs["N"]
+    shapes = [[None if d < 0 else int(d) for d in n.static(2 + i, "padded_shapes").reshape(-1)]
+              for i in range(count)]
+    tensors = {"batch_size": n.tensor(1)}
+    tensors.update({f"pad{i}": n.tensor(2 + count + i) for i in range(count)})
+    drop = bool(n.static(2 + 2 * count, "drop_remainder")) if n.proto.op.endswith("V2") else False
+    return n.make("padded_batch", (n.dataset(),), tensors=tensors, types_attr="Toutput_types",
+                  attrs={"drop_remainder": drop, "padded_shapes": shapes})
+
+
+@register("UnbatchDataset")
+def _unbatch(n):
+    return n.make("unbatch", (n.dataset(),))
+
+
+# -- order and count -----------------------------------------------------------------------
+@register("ShuffleDataset")
+def _shuffle(n):
+    seeds = n.inputs[2:4]
+    attrs = {"reshuffle": bool(n.attrs.get("reshuffle_each_iteration", True))}
+    tensors = {"buffer_size": n.tensor(1)}
+    if all(t.op.type == "Const" for t in seeds):
+        seed, seed2 = (int(n.static(i, "seed")) for i in (2, 3))
+        # (0, 0) is "nondeterministic" for TF's kernel, as (None, None) is for dtf's
+        attrs.update(seed=None if (seed, seed2) == (0, 0) else seed,
+                     seed2=None if (seed, seed2) == (0, 0) else seed2)
+    else:  # TF computes seed2 with a few ops: the stage reads both when it starts
+        tensors.update(seed=n.tensor(2), seed2=n.tensor(3))
+        attrs.update(seed=None, seed2=None)
+    return n.make("shuffle", (n.dataset(),), tensors=tensors, attrs=attrs)
+
+
+def _unary(kind, *keys):
+    def fold(n):
+        return n.make(kind, (n.dataset(),), tensors={k: n.tensor(1 + i) for i, k in enumerate(keys)})
+    return fold
+
+
+register("RepeatDataset")(_unary("repeat", "count"))
+register("TakeDataset")(_unary("take", "count"))
+register("SkipDataset")(_unary("skip", "count"))
+register("PrefetchDataset")(_unary("prefetch", "buffer_size"))
+register("CacheDataset")(_unary("cache", "filename"))
+
+
+@register("ShardDataset")
+def _shard(n):
+    if n.attrs.get("require_non_empty"):
+        raise n.error("require_non_empty=True is not supported by dtf")
+    return n.make("shard", (n.dataset(),),
+                  tensors={"num_shards": n.tensor(1), "index": n.tensor(2)})
+
+
+@register("ModelDataset", "OptimizeDataset", "OptimizeDatasetV2")
+def _tuning(n):
+    # TF's autotuning and graph-rewrite wrappers: the elements are the input's
+    return n.dataset()
+
+
+# -- iterators -----------------------------------------------------------------------------
+@importer("MakeIterator")
+def _make_iterator(proto, inputs, controls, library):
+    node = Node(proto, inputs, library)
+    dataset, iterator = node.dataset(0), node.tensor(1)
+    captures = Captures()
+    spec = dataset._spec(captures)
+    graph = _ops.get_default_graph()
+    op = graph.create_op("MakeIterator", [iterator] + captures.tensors, name=proto.name,
+                         attrs={"dataset": spec})
+    for c in controls:
+        op._add_control_input(c)
+    if proto.device:
+        op._set_device(proto.device)
+    return op

@@ -227,7 +227,7 @@ def make_iterator_nodes(op, taken: set, functions=None) -> list:
     try:
         dataset = w.dataset(op.get_attr("dataset"))
     except Unexportable as e:
-        raise TypeError(f"op {op.name!r} (MakeIterator): {e}") from None
+        raise TypeError(f"op {op.name!r} (MakeIterator): attr 'dataset': {e}") from None
     node = pb.NodeDef(name=op.name, op="MakeIterator", device=op.device,
                       input=[dataset, graph_io.input_name(op.inputs[0])]
                       + [f"^{c.name}" for c in op.control_inputs])

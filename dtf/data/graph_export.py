@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from dtf.framework import dtypes as _dtypes
-from dtf.framework import graph_io
 from dtf.framework import graph_pb as pb
 
 WRITERS: dict = {}
@@ -40,51 +39,72 @@ class Unexportable(TypeError):
 
 
 class NodeWriter:
-    """Emits the nodes of one pipeline, named uniquely among ``taken`` (all node names of
-    the GraphDef being written), placed on ``device``. ``capture_names[i]`` is the GraphDef
-    name of the spec's captured tensor i."""
+    """Emits the node dicts of one pipeline (dtf/framework/graph_def.NodeDef.to_dict form),
+    named uniquely among ``taken`` (lower-cased names in use), placed on ``device``.
+    ``capture_names[i]`` is the tensor ("node:index") the spec's captured tensor i is;
+    functions go to ``library`` (dtf/framework/function_def.py)."""
 
-    def __init__(self, taken: set, device: str, capture_names: list, functions=None):
+    def __init__(self, library, taken: set, device: str, capture_names: list):
+        self.library = library
         self.taken = taken
         self.device = device
-        self.capture_names = capture_names
+        self.capture_names = list(capture_names)
         self.nodes: list = []
-        self.functions = functions  # library writer for map/filter functions (None: refuse)
 
     def unique(self, scope: str, base: str) -> str:
         name = f"{scope}/{base}" if scope else base
-        if name.lower() not in self.taken:
-            self.taken.add(name.lower())
-            return name
-        i = 1
-        while f"{name}_{i}".lower() in self.taken:
+        i, candidate = 0, name
+        while candidate.lower() in self.taken:
             i += 1
-        self.taken.add(f"{name}_{i}".lower())
-        return f"{name}_{i}"
+            candidate = f"{name}_{i}"
+        self.taken.add(candidate.lower())
+        return candidate
 
     def node(self, op_type: str, scope: str, inputs: list, attrs: dict, base=None) -> str:
-        node = pb.NodeDef(name=self.unique(scope, base or op_type), op=op_type,
-                          device=self.device, input=list(inputs))
-        for key, value in attrs.items():
-            node.attr[key] = graph_io.attr_value(key, value)
-        self.nodes.append(node)
-        return node.name
+        """A dataset node (one variant output, TF's ``handle``); returns its tensor name."""
+        name = self.unique(scope, base or op_type)
+        self.nodes.append({"name": name, "op": op_type, "input": list(inputs),
+                           "device": self.device, "attr": attrs, "output_dtypes": ["variant"],
+                           "_output_names": ["handle:0"]})
+        return f"{name}:0"
 
     def const(self, scope: str, base: str, value, dtype) -> str:
         arr = np.asarray(value, dtype=object if dtype == _dtypes.string else dtype.as_numpy_dtype)
-        return self.node("Const", scope, [], {"dtype": dtype, "value": arr}, base=base)
+        name = self.unique(scope, base)
+        self.nodes.append({"name": name, "op": "Const", "input": [], "device": self.device,
+                           "attr": {"dtype": dtype, "value": arr}, "output_dtypes": [dtype.name]})
+        return f"{name}:0"
 
     def tensor(self, spec, key) -> str:
         return self.capture_names[spec["tensors"][key]]
 
     def dataset(self, spec) -> str:
-        """The name of the node that outputs ``spec``'s dataset (its inputs written first)."""
+        """The tensor that is ``spec``'s dataset (its input stages written first)."""
         try:
             write = WRITERS[spec["kind"]]
         except KeyError:
             raise Unexportable(f"dataset stage {spec['kind']!r} has no TF GraphDef form; "
                                f"exportable: {sorted(WRITERS)}") from None
         return write(self, spec)
+
+    def function(self, spec, name="f", hint="Dataset_fn"):
+        """A stage's function as a FunctionDef of the library: (its FuncRef, the tensors
+        it captures, their dtypes): TF passes captures as ``other_arguments``."""
+        from dtf.framework.function_def import FuncRef, add_function
+
+        fn = spec["functions"][name]
+        nodes = list(fn["nodes"])
+        by_name = {d["name"]: d for d in nodes}
+        args = [(t.rpartition(":")[0], by_name[t.rpartition(":")[0]]["attr"]["dtype"])
+                for t in list(fn["inputs"]) + list(fn["capture_inputs"])]
+        outputs = list(fn["outputs"])
+        if "inner" in spec:  # flat_map, interleave: the body builds a dataset and returns it
+            inner = NodeWriter(self.library, {d["name"].lower() for d in nodes}, "", outputs)
+            outputs = [inner.dataset(spec["inner"])]
+            nodes += inner.nodes
+        fname = add_function(self.library, hint, nodes, args, outputs)
+        targs = [dt for _, dt in args[len(fn["inputs"]):]]
+        return FuncRef(fname), [self.capture_names[i] for i in fn["captures"]], targs
 
 
 def structure(spec) -> dict:
@@ -163,6 +183,50 @@ def _concatenate(w, spec):
     return w.node("ConcatenateDataset", _scope(spec), inputs, structure(spec))
 
 
+# -- functions -----------------------------------------------------------------------------
+@writer("map")
+def _map(w, spec):
+    scope = _scope(spec)
+    f, captured, targs = w.function(spec, hint="Dataset_map_fn")
+    inputs = [w.dataset(spec["inputs"][0])] + captured
+    attrs = {"f": f, "Targuments": targs, **structure(spec),
+             "use_inter_op_parallelism": True, "preserve_cardinality": False}
+    parallel = int(spec.get("parallel", 1))
+    if parallel <= 1:
+        return w.node("MapDataset", scope, inputs, attrs)
+    # TF 1.15's op (its V2, an int64 count, came with TF 2.2; both import into TF 2.x)
+    inputs.append(w.const(scope, "num_parallel_calls", parallel, _dtypes.int32))
+    return w.node("ParallelMapDataset", scope, inputs, {**attrs, "sloppy": False})
+
+
+@writer("filter")
+def _filter(w, spec):
+    f, captured, targs = w.function(spec, hint="Dataset_filter_fn")
+    return w.node("FilterDataset", _scope(spec), [w.dataset(spec["inputs"][0])] + captured,
+                  {"predicate": f, "Targuments": targs, **structure(spec)})
+
+
+@writer("flat_map")
+def _flat_map(w, spec):
+    f, captured, targs = w.function(spec, hint="Dataset_flat_map_fn")
+    return w.node("FlatMapDataset", _scope(spec), [w.dataset(spec["inputs"][0])] + captured,
+                  {"f": f, "Targuments": targs, **structure(spec)})
+
+
+@writer("interleave")
+def _interleave(w, spec):
+    scope = _scope(spec)
+    f, captured, targs = w.function(spec, hint="Dataset_interleave_fn")
+    inputs = [w.dataset(spec["inputs"][0])] + captured + [
+        w.tensor(spec, "cycle_length"), w.tensor(spec, "block_length")]
+    attrs = {"f": f, "Targuments": targs, **structure(spec)}
+    parallel = int(spec.get("parallel", 1))
+    if parallel <= 1:
+        return w.node("InterleaveDataset", scope, inputs, attrs)
+    inputs.append(w.const(scope, "num_parallel_calls", parallel, _dtypes.int64))
+    return w.node("ParallelInterleaveDatasetV2", scope, inputs, {**attrs, "sloppy": False})
+
+
 # -- batching ------------------------------------------------------------------------------
 @writer("batch")
 def _batch(w, spec):
@@ -219,16 +283,56 @@ def _shard(w, spec):
 
 
 # -- iterators -----------------------------------------------------------------------------
-def make_iterator_nodes(op, taken: set, functions=None) -> list:
-    """The nodes of dtf's ``MakeIterator`` op: its dataset's nodes, then TF's MakeIterator
-    (dataset, iterator)."""
-    captures = [graph_io.input_name(t) for t in op.inputs[1:]]
-    w = NodeWriter(taken, op.device, captures, functions)
+class _NoGraphDefForm:
+    """Stands for a pipeline that cannot be written: encoding it is a TypeError with why
+    (or, for a picture of the graph such as TensorBoard's, the attr is left out)."""
+
+    def __init__(self, why):
+        self.why = why
+
+    def __repr__(self):
+        return self.why
+
+
+def _taken(ctx) -> set:
+    return ctx.memo.setdefault("dataset_names", {n.lower() for n in ctx.nodes})
+
+
+def _controls(d):
+    return [i for i in d["input"] if i.startswith("^")]
+
+
+def export_make_iterator(d, ctx) -> list:
+    """dtf's ``MakeIterator`` (iterator, captures...; the spec as an attr): its dataset's
+    nodes, then TF's MakeIterator (dataset, iterator)."""
+    data = [i for i in d["input"] if not i.startswith("^")]
+    w = NodeWriter(ctx.library, _taken(ctx), d.get("device", ""), data[1:])
     try:
-        dataset = w.dataset(op.get_attr("dataset"))
+        handle = w.dataset(d["attr"]["dataset"])
     except Unexportable as e:
-        raise TypeError(f"op {op.name!r} (MakeIterator): attr 'dataset': {e}") from None
-    node = pb.NodeDef(name=op.name, op="MakeIterator", device=op.device,
-                      input=[dataset, graph_io.input_name(op.inputs[0])]
-                      + [f"^{c.name}" for c in op.control_inputs])
-    return w.nodes + [node]
+        return [dict(d, attr=dict(d["attr"], dataset=_NoGraphDefForm(str(e))))]
+    attrs = {k: v for k, v in d["attr"].items() if k == "_class"}
+    return w.nodes + [{"name": d["name"], "op": "MakeIterator", "input": [handle, data[0]]
+                       + _controls(d), "device": d.get("device", ""), "attr": attrs,
+                       "output_dtypes": []}]
+
+
+def export_one_shot_iterator(d, ctx) -> list:
+    """dtf's ``OneShotIterator`` (the spec, and a function computing its captures): TF's,
+    whose ``dataset_factory`` function computes the captures and builds the dataset."""
+    from dtf.framework.function_def import FuncRef, add_function
+
+    a = d["attr"]
+    capture_fn = a["capture_fn"]
+    body = list(capture_fn["nodes"])
+    w = NodeWriter(ctx.library, {n["name"].lower() for n in body}, "", capture_fn["outputs"])
+    try:
+        handle = w.dataset(a["dataset"])
+    except Unexportable as e:
+        return [dict(d, attr=dict(d["attr"], dataset=_NoGraphDefForm(str(e))))]
+    factory = add_function(ctx.library, "_make_dataset", body + w.nodes, [], [handle])
+    attrs = {k: a[k] for k in ("output_types", "output_shapes", "container", "shared_name", "_class")
+             if k in a}
+    return [{"name": d["name"], "op": "OneShotIterator", "input": _controls(d),
+             "device": d.get("device", ""), "attr": {"dataset_factory": FuncRef(factory), **attrs},
+             "output_dtypes": d["output_dtypes"]}]

@@ -223,8 +223,9 @@ def make_function_def(name: str, nodes, args, outputs, library: FunctionLibrary,
         hint = output_names_[k] if output_names_ else f"output_{k}"
         a = _arg_name(hint, out_used)
         op, _ = _split(tensor)
+        # (a name, not a DType: a tf.data function returns TF's "variant", which dtf lacks)
         dtype = (_arg_dtype(sig, arg_of[op]) if op in arg_of
-                 else _dtypes.as_dtype(by_name[op]["output_dtypes"][_split(tensor)[1]]))
+                 else by_name[op]["output_dtypes"][_split(tensor)[1]])
         sig.output_arg.add(name=a, type=pb.datatype_enum(dtype))
         fdef.ret[a] = ref(tensor)
     for op in control_outputs:

@@ -20,6 +20,8 @@ _EXPORTERS: dict = {
     "If": "dtf.ops.control_flow_export:export_if",
     "While": "dtf.ops.control_flow_export:export_while",
     "_WhileGrad": "dtf.ops.control_flow_export:export_while_grad",
+    "MakeIterator": "dtf.data.graph_export:export_make_iterator",
+    "OneShotIterator": "dtf.data.graph_export:export_one_shot_iterator",
 }
 
 

@@ -60,7 +60,7 @@ class Node:
                       if k not in _IGNORED and v.WhichOneof("value") != "func"}
 
     def error(self, msg):
-        return ValueError(f"node {self.name!r} ({self.proto.op}): {msg}")
+        return ValueError(msg)  # the importer says which node
 
     def dataset(self, i=0) -> Dataset:
         d = self.inputs[i]
@@ -90,6 +90,27 @@ class Node:
         comps = tuple(Component(t, unknown_shape() if s is None else TensorShape(s))
                       for t, s in zip(types, shapes))
         return comps[0] if len(comps) == 1 else comps
+
+    def static_int(self, i, what) -> int:
+        return int(self.static(i, what))
+
+    def captured(self, start, attr="Targuments"):
+        """The tensors a function node passes its function after the element's components
+        (TF's ``other_arguments``), from input ``start`` on."""
+        count = len(self.attrs.get(attr) or [])
+        return [self.tensor(start + k) for k in range(count)]
+
+    def function(self, attr, dataset, captured, returns_dataset=False):
+        """The TracedFunction of the FunctionDef the ``attr`` attr names, called on
+        ``dataset``'s elements with ``captured`` as its extra arguments."""
+        value = self.proto.attr[attr]
+        if value.WhichOneof("value") != "func":
+            raise self.error(f"attr {attr!r} must name a function")
+        try:
+            return import_function(self.library, value.func.name, dataset, captured,
+                                   self.proto.op, returns_dataset)
+        except (KeyError, ValueError, TypeError) as e:
+            raise self.error(f"function {value.func.name!r}: {e}") from None
 
     def make(self, kind, inputs=(), tensors=None, attrs=None, functions=None,
              types_attr="output_types", element=None):
@@ -236,6 +257,156 @@ def _tuning(n):
     return n.dataset()
 
 
+# -- functions -----------------------------------------------------------------------------
+def _function_def(library, name):
+    for f in library.function:
+        if f.signature.name == name:
+            return f
+    known = sorted(f.signature.name for f in library.function)
+    raise KeyError(f"not in the GraphDef's library (it has: {', '.join(known) or 'none'})")
+
+
+def _readable_attrs(node) -> dict:
+    """The attrs of a node that dtf can read (what sizes its output lists); a variant
+    Identity's ``T`` is not one of them."""
+    out = {}
+    for k, v in node.attr.items():
+        if v.WhichOneof("value") != "func":
+            try:
+                out[k] = graph_io.attr_python(v)
+            except ValueError:
+                pass
+    return out
+
+
+def _body_graph_def(library, fdef):
+    """A FunctionDef's body as a GraphDef (its arguments left out: ``input_map`` feeds
+    them); TF's ``node:output_arg:index`` inputs become ``node:flat_index``. Returns the
+    GraphDef, a function mapping a FunctionDef tensor name to the GraphDef's, and the
+    argument names the body reads."""
+    from dtf.framework import graph_pb as pb
+    from dtf.framework.function_def import output_index
+
+    nodes = {n.name: n for n in fdef.node_def}
+    args = {a.name for a in fdef.signature.input_arg}
+    used = set()
+
+    def tensor(name):
+        if name.startswith("^"):
+            return name
+        parts = name.split(":")
+        if len(parts) == 1 and parts[0] in args:
+            used.add(parts[0])
+            return f"{parts[0]}:0"
+        if len(parts) != 3 or parts[0] not in nodes:
+            raise ValueError(f"input {name!r} names no argument or node of the function")
+        node = nodes[parts[0]]
+        if node.op in IMPORTS and parts[1] == "handle":  # a dataset made in the body
+            return f"{parts[0]}:{parts[2]}"
+        return f"{parts[0]}:{output_index(node.op, _readable_attrs(node), parts[1], int(parts[2]))}"
+
+    gd = pb.GraphDef(library=library)
+    for n in fdef.node_def:
+        node = pb.NodeDef(name=n.name, op=n.op, device=n.device, input=[tensor(i) for i in n.input])
+        for k, v in n.attr.items():
+            node.attr[k] = v
+        gd.node.append(node)
+    return gd, tensor, used
+
+
+def _import_body(library, fdef, arg_tensors):
+    """Imports a FunctionDef's body into the default graph, its arguments read from
+    ``arg_tensors``; returns what it returns (Tensors, or Datasets for dataset nodes)."""
+    from dtf.framework.importer import import_graph_def
+
+    if len(arg_tensors) != len(fdef.signature.input_arg):
+        raise ValueError(f"it takes {len(fdef.signature.input_arg)} arguments, the node gives "
+                         f"{len(arg_tensors)}")
+    gd, tensor, used = _body_graph_def(library, fdef)
+    used = set(used)  # (what the nodes read: a function may return an argument as it is)
+    rets = [tensor(fdef.ret[a.name]) for a in fdef.signature.output_arg]
+    input_map = {f"{a.name}:0": t for a, t in zip(fdef.signature.input_arg, arg_tensors)
+                 if a.name in used}
+    direct = {f"{a.name}:0": t for a, t in zip(fdef.signature.input_arg, arg_tensors)}
+    body_rets = [r for r in rets if r not in direct]
+    scope = _ops.get_default_graph().get_name_scope()
+    out = import_graph_def(gd, input_map=input_map, return_elements=body_rets or None,
+                           name=f"{scope}/" if scope else "") or []
+    got = dict(zip(body_rets, out))
+    return [direct[r] if r in direct else got[r] for r in rets]
+
+
+def import_function(library, name, dataset, captured, what, returns_dataset=False):
+    """A TF dataset function as dtf traces one (dtf/data/function.py): a FuncGraph with a
+    placeholder per element component, then one per captured tensor."""
+    from . import function as _function
+
+    fdef = _function_def(library, name)
+    graph = _function.FuncGraph(_ops.get_default_graph(), what)
+    with graph.as_default():
+        phs = [graph.placeholder(dt, shape, f"arg{i}")
+               for i, (dt, shape) in enumerate(dataset._components())]
+        outs = _import_body(library, fdef, phs + [graph.capture(t) for t in captured])
+    if returns_dataset:
+        if len(outs) != 1 or not isinstance(outs[0], Dataset):
+            raise ValueError("it must return one dataset")
+        return _function.TracedFunction(graph, phs, [], None, outs[0])
+    if any(isinstance(o, Dataset) for o in outs):
+        raise ValueError("it returns a dataset where tensors are expected")
+    return _function.TracedFunction(graph, phs, outs, tuple(outs), tuple(outs))
+
+
+def _parallel(n, i):
+    from .dataset_ops import _parallel as parallel
+
+    return parallel(n.static_int(i, "num_parallel_calls"))
+
+
+@register("MapDataset", "ParallelMapDataset", "ParallelMapDatasetV2")
+def _map(n):
+    source = n.dataset()
+    captured = n.captured(1)
+    fn = n.function("f", source, captured)
+    parallel = 1 if n.proto.op == "MapDataset" else _parallel(n, 1 + len(captured))
+    return n.make("map", (source,), functions={"f": fn}, attrs={"parallel": parallel})
+
+
+@register("FilterDataset")
+def _filter(n):
+    source = n.dataset()
+    fn = n.function("predicate", source, n.captured(1))
+    return n.make("filter", (source,), functions={"f": fn})
+
+
+@register("FlatMapDataset")
+def _flat_map(n):
+    source = n.dataset()
+    fn = n.function("f", source, n.captured(1), returns_dataset=True)
+    return n.make("flat_map", (source,), functions={"f": fn})
+
+
+@register("InterleaveDataset", "ParallelInterleaveDatasetV2", "ParallelInterleaveDatasetV3",
+          "ParallelInterleaveDatasetV4")
+def _interleave(n):
+    source = n.dataset()
+    captured = n.captured(1)
+    fn = n.function("f", source, captured, returns_dataset=True)
+    k = 1 + len(captured)
+    parallel = 1
+    if n.proto.op != "InterleaveDataset":  # V4 has two buffer sizes before the count
+        parallel = _parallel(n, len(n.inputs) - 1)
+    return n.make("interleave", (source,), functions={"f": fn}, attrs={"parallel": parallel},
+                  tensors={"cycle_length": n.tensor(k), "block_length": n.tensor(k + 1)})
+
+
+@importer("Identity")
+def _identity(proto, inputs, controls, library):
+    """TF's functions return a dataset they build through an Identity (T=variant)."""
+    if inputs and isinstance(inputs[0], Dataset):
+        return DatasetNode(proto.name, inputs[0])
+    return None
+
+
 # -- iterators -----------------------------------------------------------------------------
 @importer("MakeIterator")
 def _make_iterator(proto, inputs, controls, library):
@@ -246,6 +417,35 @@ def _make_iterator(proto, inputs, controls, library):
     graph = _ops.get_default_graph()
     op = graph.create_op("MakeIterator", [iterator] + captures.tensors, name=proto.name,
                          attrs={"dataset": spec})
+    for c in controls:
+        op._add_control_input(c)
+    if proto.device:
+        op._set_device(proto.device)
+    return op
+
+
+@importer("OneShotIterator")
+def _one_shot_iterator(proto, inputs, controls, library):
+    """TF's one-shot iterator builds its dataset with a function of no arguments; dtf's
+    carries the dataset's spec and a function computing what the spec captures."""
+    from .iterator_ops import one_shot_attrs
+
+    node = Node(proto, inputs, library)
+    value = proto.attr["dataset_factory"]
+    if value.WhichOneof("value") != "func":
+        raise node.error("attr 'dataset_factory' must name a function")
+    try:
+        fdef = _function_def(library, value.func.name)
+        with _ops.Graph().as_default():  # the factory's own graph: its nodes run once, in it
+            outs = _import_body(library, fdef, [])
+            if len(outs) != 1 or not isinstance(outs[0], Dataset):
+                raise ValueError("it must return one dataset")
+            attrs = one_shot_attrs(outs[0])
+    except (KeyError, ValueError, TypeError) as e:
+        raise node.error(f"dataset_factory {value.func.name!r}: {e}") from None
+    attrs.update({k: node.attrs[k] for k in ("container", "shared_name") if k in node.attrs})
+    attrs.update({k: node.attrs[k] for k in ("output_types", "output_shapes") if k in node.attrs})
+    op = _ops.get_default_graph().create_op("OneShotIterator", [], name=proto.name, attrs=attrs)
     for c in controls:
         op._add_control_input(c)
     if proto.device:

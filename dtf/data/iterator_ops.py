@@ -130,15 +130,19 @@ def make_one_shot_iterator(dataset):
     stateful resources (variables, queues, tables)."""
     if not isinstance(dataset, Dataset):
         raise TypeError(f"make_one_shot_iterator expects a Dataset, got {type(dataset).__name__}")
+    handle = _ops.make_tensor("OneShotIterator", [], one_shot_attrs(dataset), name="OneShotIterator")
+    return Iterator(handle, None, dataset._element)
+
+
+def one_shot_attrs(dataset) -> dict:
+    """A OneShotIterator's attrs: the dataset's spec and the function computing its captures."""
     _refuse_nested(dataset, "An iterator")
     captures = Captures()
     spec = dataset._spec(captures)
     capture_fn = {"nodes": _subgraph(captures.tensors), "inputs": [], "capture_inputs": [],
                   "captures": [], "outputs": [t.name for t in captures.tensors]}
-    handle = _ops.make_tensor("OneShotIterator", [], {
-        "dataset": spec, "capture_fn": capture_fn, "container": "", "shared_name": "",
-        **_structure_attrs(dataset._element)}, name="OneShotIterator")
-    return Iterator(handle, None, dataset._element)
+    return {"dataset": spec, "capture_fn": capture_fn, "container": "", "shared_name": "",
+            **_structure_attrs(dataset._element)}
 
 
 def _subgraph(tensors) -> list:

@@ -84,7 +84,8 @@ class _Expanded:
 
 def _dataset_import(op_type):
     """The importer of a TF dataset or iterator node, which dtf folds into its datasets
-    (dtf/data/graph_import.py, loaded on first use), else None."""
+    (dtf/data/graph_import.py, loaded on first use), else None. It may return None for a
+    node it leaves to the usual import (an Identity of a tensor, not of a dataset)."""
     from dtf.data.graph_import import IMPORTS
 
     return IMPORTS.get(op_type)
@@ -219,8 +220,9 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 else:
                     inputs.append(op.outputs[idx])
             try:
+                folded = folded and folded(node, inputs, controls, graph_def.library)
                 if folded is not None:
-                    created[node.name] = folded(node, inputs, controls, graph_def.library)
+                    created[node.name] = folded
                     continue
                 if node.op in _EXPANSIONS:
                     created[node.name] = _expand(graph, node, inputs, controls, scope)

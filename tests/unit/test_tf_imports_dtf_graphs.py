@@ -238,6 +238,64 @@ def test_queue_runner_graph(tmp_path):
     assert got["2"] == [2] and got["4"] == [0]
 
 
+def _fetch_names(element):
+    if isinstance(element, (tuple, list)):
+        return [name for e in element for name in _fetch_names(e)]
+    return [element.name]
+
+
+def test_dataset_pipeline_with_functions_and_a_fed_initializer(tmp_path):
+    """Each stage as TF's dataset op, map/filter/flat_map/interleave as FunctionDefs
+    (capturing a graph tensor), an initializable iterator fed through a placeholder."""
+    Dataset = tf.data.Dataset
+    p = tf.placeholder(tf.float32, [None, 2], name="p")
+    k = tf.constant(10.0, name="k")
+    with tf.name_scope("input"):
+        ds = Dataset.from_tensor_slices((p, tf.range(4)))
+        ds = ds.map(lambda a, b: (a * k, b + 1))
+        ds = ds.filter(lambda a, b: b > 1)
+        ds = ds.map(lambda a, b: (a - 1.0, b * 2), num_parallel_calls=2)
+        ds = ds.flat_map(lambda a, b: Dataset.from_tensors((a, b)).repeat(2))
+        ds = ds.interleave(lambda a, b: Dataset.from_tensor_slices(([a, a + k], [b, b + 1])),
+                           cycle_length=2, block_length=1)
+        ds = ds.concatenate(Dataset.from_tensors((tf.constant([0.5, 0.5]), 99)))
+        ds = Dataset.zip((ds, Dataset.range(100).shard(2, 1).skip(1).take(50)))
+        ds = ds.repeat(2).batch(3).prefetch(2).unbatch().batch(4, drop_remainder=True)
+        ds = ds.padded_batch(2, (([None, 2], [None]), [None]), padding_values=((-1.0, 0), np.int64(0)))
+    it = tf.data.make_initializable_iterator(ds)
+    names = _fetch_names(it.get_next())
+    feeds = {"p:0": np.arange(8, dtype=np.float32).reshape(4, 2)}
+    got = _check(tmp_path, {"init": [it.initializer.name], "steps": [names] * 3}, feeds, restore=False)
+    assert len(got["2"][0]) == 2
+
+
+def test_one_shot_reinitializable_and_file_datasets(tmp_path):
+    Dataset = tf.data.Dataset
+    records = str(tmp_path / "n.tfrecord")
+    with tf.io.TFRecordWriter(records) as w:
+        for i in range(6):
+            w.write(str(i * 3).encode())
+    lines = tmp_path / "l.txt"
+    lines.write_text("1.5\n2.5\n-4\n")
+    one_shot = tf.data.make_one_shot_iterator(
+        Dataset.range(6).map(lambda x: x * tf.constant(2, tf.int64)).batch(4)).get_next()
+    nums = tf.data.TFRecordDataset([records]).map(lambda r: tf.string_to_number(r, tf.int32))
+    text = tf.data.TextLineDataset(str(lines)).map(lambda r: tf.strings.to_number(r))
+    pairs = Dataset.zip((nums.cache(), text.repeat()))
+    it = tf.data.Iterator.from_structure(pairs.output_types, pairs.output_shapes)
+    x = it.get_next()
+    init_pairs = it.make_initializer(pairs)
+    init_other = it.make_initializer(Dataset.from_tensors((7, 0.25)))
+    total = tf.reduce_sum(tf.data.make_one_shot_iterator(
+        Dataset.range(10).shuffle(4, seed=2).batch(10)).get_next(), name="total")
+    steps = [[one_shot.name], [one_shot.name], _fetch_names(x), _fetch_names(x), [total.name]]
+    spec = {"init": [init_pairs.name], "steps": steps + [_fetch_names(x)] * 3}
+    got = _check(tmp_path, spec, restore=False)
+    assert got["0"] == [[0, 2, 4, 6]] and got["2"] == [0, 1.5] and got["4"] == [45]
+    got = _check(tmp_path, {"init": [init_other.name], "steps": [_fetch_names(x)]}, restore=False)
+    assert got["0"] == [7, 0.25]
+
+
 # Op types whose dtf graphs do not travel yet: functional control flow and datasets keep
 # dtf function bodies / pipeline descriptions as attrs; ValueOrInitial (initialized_value)
 # is dtf's own op where TF builds a cond.

@@ -259,11 +259,9 @@ def _tuning(n):
 
 # -- functions -----------------------------------------------------------------------------
 def _function_def(library, name):
-    for f in library.function:
-        if f.signature.name == name:
-            return f
-    known = sorted(f.signature.name for f in library.function)
-    raise KeyError(f"not in the GraphDef's library (it has: {', '.join(known) or 'none'})")
+    if library is None:
+        raise KeyError("the GraphDef has no function library")
+    return library.get(name)  # (a KeyError naming the functions it has)
 
 
 def _readable_attrs(node) -> dict:
@@ -305,7 +303,7 @@ def _body_graph_def(library, fdef):
             return f"{parts[0]}:{parts[2]}"
         return f"{parts[0]}:{output_index(node.op, _readable_attrs(node), parts[1], int(parts[2]))}"
 
-    gd = pb.GraphDef(library=library)
+    gd = pb.GraphDef(library=library.proto())
     for n in fdef.node_def:
         node = pb.NodeDef(name=n.name, op=n.op, device=n.device, input=[tensor(i) for i in n.input])
         for k, v in n.attr.items():

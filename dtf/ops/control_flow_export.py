@@ -162,18 +162,50 @@ def _check_history(owner, body, names):
 
 
 # -- If ----------------------------------------------------------------------------------
+# A variable update in a branch, as the value it writes (the Assign follows the If).
+_UPDATE_AS_VALUE = {"Assign": None, "AssignAdd": "Add", "AssignSub": "Sub"}
+
+
+def _hoist_updates(owner, body, args):
+    """A branch's updates of captured variables (batch norm's moving averages) as values:
+    ``(nodes, {input position: new value tensor})``. TF's If takes variables by value, so
+    the exported If outputs the new value and an Assign after it writes the variable."""
+    position_of = {name: p for p, (name, _) in enumerate(args)}
+    ref_args = {a[0].rsplit(":", 1)[0] for a in body["args"] if a[3]}
+    nodes, assigned = [], {}
+    for nd in body["nodes"]:
+        data = [i for i in nd["input"] if not i.startswith("^")]
+        target = data[0].rsplit(":", 1)[0] if data else None
+        if nd["op"] in _UPDATE_AS_VALUE and target in ref_args:
+            p = position_of[target]
+            if p in assigned:
+                raise TypeError(f"If '{owner['name']}': a branch updates the variable at input "
+                                f"{p + 1} twice, which has no export as TF's functional If")
+            value_op = _UPDATE_AS_VALUE[nd["op"]]
+            t = nd["attr"]["T"]
+            inputs = [data[1]] if value_op is None else data[:2]
+            controls = [i for i in nd["input"] if i.startswith("^")]
+            nodes.append({"name": nd["name"], "op": value_op or "Identity", "input": inputs + controls,
+                          "device": "", "attr": {"T": t}, "output_dtypes": list(nd["output_dtypes"])})
+            assigned[p] = f"{nd['name']}:0"
+            continue
+        nodes.append(nd)
+    return nodes, assigned
+
+
 def export_if(d, ctx):
     attrs = d["attr"]
+    name = d["name"]
     data, controls = _data_and_controls(d)
     pred, ins = data[0], data[1:]
     hist = attrs.get("history_input", -1)
-    needs = _record_needs(ctx).get(d["name"], [])
+    needs = _record_needs(ctx).get(name, [])
     fwd_needs = []
     if hist >= 0:  # a gradient If: the record becomes the forward If's extra outputs
         fwd = _split(ins[hist])[0]
         fwd_needs = _record_needs(ctx)[fwd]
-        n_fwd_out = len(ctx.nodes[fwd]["attr"]["Tout"])
-        ins = ins[:hist] + [f"{fwd}:{n_fwd_out + k}" for k in range(len(fwd_needs))] + ins[hist + 1:]
+        fwd_node, offset = ctx.memo["if_outputs"][fwd]
+        ins = ins[:hist] + [f"{fwd_node}:{offset + k}" for k in range(len(fwd_needs))] + ins[hist + 1:]
 
     def position(source, key):
         if source == "history":
@@ -185,47 +217,60 @@ def export_if(d, ctx):
     tin = [_dtype_of(ctx, t) for t in ins]
     tout = [_dtypes.as_dtype(t) for t in attrs["Tout"]]
     branches = []
-    need_dtypes = None
     for tag, key in (("then", "then_branch"), ("else", "else_branch")):
         body = attrs[key]
-        _check_no_assign(d, body, f"{tag} branch")
         _check_history(d, body, needs)
-        args = _function_args(d["name"], _placeholder_at(body, position), tin, tag)
-        nodes = list(body["nodes"])
-        outputs = list(body["outputs"])
-        if needs:
-            b = _Builder(f"{d['name']}/{tag}_export")
-            own = {n["name"] for n in nodes}
-            dts = []
-            for k, name in enumerate(needs):
-                if _split(name)[0] in own:
-                    dts.append(_body_dtype(body, name))
-                    outputs.append(name)
-                else:
-                    dts.append(None)
-                    outputs.append(None)
-            need_dtypes = [a if a is not None else b_ for a, b_ in zip(dts, need_dtypes or dts)]
-            branches.append((tag, body, args, nodes, outputs, b))
-        else:
-            branches.append((tag, body, args, nodes, outputs, None))
+        args = _function_args(name, _placeholder_at(body, position), tin, tag)
+        nodes, assigned = _hoist_updates(d, body, args)
+        _check_no_assign(d, dict(body, nodes=nodes), f"{tag} branch")
+        branches.append((tag, body, args, nodes, assigned))
+    positions = sorted({p for *_, assigned in branches for p in assigned})
+    # the gradient's values: each from the branch that computed it
+    need_dtypes = []
+    for hname in needs:
+        owner = next(b for b in branches if _split(hname)[0] in {n["name"] for n in b[1]["nodes"]})
+        need_dtypes.append(_body_dtype(owner[1], hname))
     funcs = {}
-    for tag, body, args, nodes, outputs, b in branches:
-        if b is not None:  # the other branch's values: a zero of their type here
-            outputs = [o if o is not None else b.const(f"zero_{k}", 0, need_dtypes[k - len(tout)])
-                       for k, o in enumerate(outputs)]
-            nodes = nodes + b.nodes
-        funcs[tag] = add_function(ctx.library, f"{d['name']}_{tag}", nodes, args, outputs,
+    for tag, body, args, nodes, assigned in branches:
+        b = _Builder(f"{name}/{tag}_export")
+        outputs = list(body["outputs"])
+        outputs += [assigned.get(p, _arg_tensor(args, p)) for p in positions]
+        own = {n["name"] for n in nodes}
+        for k, hname in enumerate(needs):  # the other branch's values: a zero of their type
+            outputs.append(hname if _split(hname)[0] in own else b.const(f"zero_{k}", 0, need_dtypes[k]))
+        funcs[tag] = add_function(ctx.library, f"{name}_{tag}", nodes + b.nodes, args, outputs,
                                   body.get("targets", ()))
-    out_dtypes = tout + list(need_dtypes or [])
+    assigned_dtypes = [tin[p] for p in positions]
+    out_dtypes = tout + assigned_dtypes + need_dtypes
     shapes = list(attrs["output_shapes"]) + [None] * (len(out_dtypes) - len(tout))
     new_attrs = {"Tcond": _dtypes.bool, "Tin": tin, "Tout": out_dtypes,
                  "then_branch": FuncRef(funcs["then"]), "else_branch": FuncRef(funcs["else"]),
                  "output_shapes": shapes}
     if "_class" in attrs:
         new_attrs["_class"] = attrs["_class"]
-    _set_dtypes(ctx, d["name"], out_dtypes)
-    return [dict(d, input=[pred] + ins + controls, attr=new_attrs,
-                 output_dtypes=[t.name for t in out_dtypes])]
+    if_name = f"{name}/if" if positions else name
+    node = dict(d, name=if_name, input=[pred] + ins + controls, attr=new_attrs,
+                output_dtypes=[t.name for t in out_dtypes])
+    _set_dtypes(ctx, if_name, out_dtypes)
+    ctx.memo.setdefault("if_outputs", {})[name] = (if_name, len(tout) + len(positions))
+    if not positions:
+        return [node]
+    # The variables' writes, then the op's own name over its outputs once they are done:
+    # what depends on the op (UPDATE_OPS, a train op's control inputs) sees the updates.
+    post = _Builder(name, d.get("device", ""), ctx)
+    writes = [post.op("Assign", f"export_assign_{k}", [ins[p], f"{if_name}:{len(tout) + k}"],
+                      {"T": tin[p], "use_locking": True, "validate_shape": True}, [tin[p]])[0]
+              for k, p in enumerate(positions)]
+    after = [f"^{_split(w)[0]}" for w in writes]
+    if tout:
+        result = {"name": name, "op": "IdentityN", "input": [f"{if_name}:{j}" for j in range(len(tout))]
+                  + after, "device": d.get("device", ""), "attr": {"T": tout},
+                  "output_dtypes": [t.name for t in tout]}
+    else:
+        result = {"name": name, "op": "NoOp", "input": after, "device": d.get("device", ""),
+                  "attr": {}, "output_dtypes": []}
+    _set_dtypes(ctx, name, tout)
+    return [node] + post.nodes + [result]
 
 
 # -- While -------------------------------------------------------------------------------

@@ -162,3 +162,73 @@ def test_unexportable_pipelines_and_unreadable_nodes_say_why():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match=r"BatchDatasetV2.*drop_remainder must be a constant"):
             tf.import_graph_def(gd)
+
+
+def test_functions_and_one_shot_iterators_round_trip():
+    """map/filter/flat_map/interleave functions as FunctionDefs of the library (captures as
+    other_arguments), a one-shot iterator as a dataset_factory function."""
+    with tf.Graph().as_default() as g:
+        k = tf.constant(10.0, name="k")
+        ds = Dataset.from_tensor_slices(([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [1, 2, 3]))
+        ds = ds.map(lambda a, b: (a * k, b + 1)).filter(lambda a, b: b > 2)
+        ds = ds.map(lambda a, b: (a, b), num_parallel_calls=2)
+        ds = ds.flat_map(lambda a, b: Dataset.from_tensors((a, b)).repeat(2))
+        ds = ds.interleave(lambda a, b: Dataset.from_tensors((a + k, b)), cycle_length=2)
+        it = tf.data.make_initializable_iterator(ds.batch(2))
+        nxt = it.get_next()
+        one_shot = tf.data.make_one_shot_iterator(Dataset.range(5).map(lambda x: x * 2)).get_next()
+        with tf.Session() as sess:
+            sess.run(it.initializer)
+            want = _drain(sess, nxt)
+            want_one_shot = _drain(sess, one_shot)
+        gd = g.as_graph_def()
+    ops = {n.name: n.op for n in gd.node}
+    assert "OneShotIterator" in ops.values() and "ParallelMapDataset" in ops.values()
+    fns = {f.signature.name: f for f in gd.library.function}
+    mapped = next(n for n in gd.node if n.op == "MapDataset")
+    f = fns[mapped.attr["f"].func.name]
+    assert [a.type for a in f.signature.input_arg] == [1, 3, 1]  # the element, then k
+    assert mapped.attr["Targuments"].list.type == [1] and mapped.input[1] == "k"
+    flat = fns[next(n for n in gd.node if n.op == "FlatMapDataset").attr["f"].func.name]
+    assert {n.op for n in flat.node_def} >= {"TensorDataset", "RepeatDataset"}
+    assert flat.signature.output_arg[0].type == 21  # a variant: the dataset it builds
+    factory = fns[next(n for n in gd.node if n.op == "OneShotIterator")
+                  .attr["dataset_factory"].func.name]
+    assert not factory.signature.input_arg and "MapDataset" in {n.op for n in factory.node_def}
+
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as sess:
+            sess.run("MakeIterator")
+            got = _drain(sess, ["IteratorGetNext:0", "IteratorGetNext:1"])
+            got_one_shot = _drain(sess, "IteratorGetNext_1:0")
+    _same(got, want)
+    assert [int(x) for x in got_one_shot] == [int(x) for x in want_one_shot] == [0, 2, 4, 6, 8]
+
+
+def test_a_tf_written_dataset_graph_imports_and_iterates_as_tf_did():
+    """tests/fixtures/tf/dataset_graph.pb: TF's own dataset nodes and functions (TF's
+    seed ops feeding ShuffleDataset, functions returning datasets through an Identity)."""
+    import os
+
+    from dtf.framework import graph_pb as pb
+
+    here = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf")
+    with open(os.path.join(here, "dataset_graph.pb"), "rb") as f:
+        gd = pb.GraphDef.FromString(f.read())
+    io = np.load(os.path.join(here, "dataset_io.npz"))
+    with tf.Graph().as_default():
+        tf.import_graph_def(gd, name="tf")
+        with tf.Session() as sess:
+            sess.run("tf/MakeIterator", {"tf/p:0": io["p"]})
+            a = [sess.run("tf/a:0") for _ in range(3)]
+            sess.run("tf/init_other")
+            re = [sess.run("tf/re:0") for _ in range(3)]
+            one_shot = [sess.run("tf/one_shot:0") for _ in range(2)]
+            shuffled = sess.run("tf/shuffled:0")
+    np.testing.assert_array_equal(np.stack(a), io["a"])
+    np.testing.assert_array_equal(np.stack(re), io["re"])
+    np.testing.assert_array_equal(one_shot[0], io["one_shot_0"])
+    np.testing.assert_array_equal(one_shot[1], io["one_shot_1"])
+    # dtf's shuffle is not TF's generator: the same elements, in some order
+    assert sorted(shuffled.tolist()) == sorted(io["shuffled"].tolist()) == list(range(10))

@@ -9,7 +9,9 @@ stage before it as a variant input. Exporting unfolds the spec into those nodes:
 
 Each stage kind has one writer in ``WRITERS``; arguments dtf keeps static (a batch's
 drop_remainder, a shuffle's seeds, a reader's compression) become Const nodes, as TF's
-Python makes them.
+Python makes them. Attrs later TF versions added with a default (``parallel_copy``,
+``require_non_empty``, ``sloppy``, ``metadata``) are left out: TF 1.15's importer rejects
+an attr its op definition lacks, and newer ones fill in the default.
 """
 from __future__ import annotations
 
@@ -196,7 +198,7 @@ def _map(w, spec):
         return w.node("MapDataset", scope, inputs, attrs)
     # TF 1.15's op (its V2, an int64 count, came with TF 2.2; both import into TF 2.x)
     inputs.append(w.const(scope, "num_parallel_calls", parallel, _dtypes.int32))
-    return w.node("ParallelMapDataset", scope, inputs, {**attrs, "sloppy": False})
+    return w.node("ParallelMapDataset", scope, inputs, attrs)
 
 
 @writer("filter")
@@ -224,7 +226,7 @@ def _interleave(w, spec):
     if parallel <= 1:
         return w.node("InterleaveDataset", scope, inputs, attrs)
     inputs.append(w.const(scope, "num_parallel_calls", parallel, _dtypes.int64))
-    return w.node("ParallelInterleaveDatasetV2", scope, inputs, {**attrs, "sloppy": False})
+    return w.node("ParallelInterleaveDatasetV2", scope, inputs, attrs)
 
 
 # -- batching ------------------------------------------------------------------------------
@@ -233,7 +235,7 @@ def _batch(w, spec):
     scope = _scope(spec)
     inputs = [w.dataset(spec["inputs"][0]), w.tensor(spec, "batch_size"),
               w.const(scope, "drop_remainder", spec["drop_remainder"], _dtypes.bool)]
-    return w.node("BatchDatasetV2", scope, inputs, {"parallel_copy": False, **structure(spec)})
+    return w.node("BatchDatasetV2", scope, inputs, structure(spec))
 
 
 @writer("padded_batch")
@@ -247,7 +249,7 @@ def _padded_batch(w, spec):
     inputs += [w.tensor(spec, f"pad{i}") for i in range(len(shapes))]
     inputs.append(w.const(scope, "drop_remainder", spec["drop_remainder"], _dtypes.bool))
     return w.node("PaddedBatchDatasetV2", scope, inputs, {
-        "parallel_copy": False, "Toutput_types": list(spec["types"]),
+        "Toutput_types": list(spec["types"]),
         "output_shapes": list(spec["shapes"]), "N": len(shapes)})
 
 
@@ -278,8 +280,7 @@ writer("cache")(_unary("CacheDataset", "filename"))
 @writer("shard")
 def _shard(w, spec):
     inputs = [w.dataset(spec["inputs"][0]), w.tensor(spec, "num_shards"), w.tensor(spec, "index")]
-    return w.node("ShardDataset", _scope(spec), inputs,
-                  {"require_non_empty": False, **structure(spec)})
+    return w.node("ShardDataset", _scope(spec), inputs, structure(spec))
 
 
 # -- iterators -----------------------------------------------------------------------------

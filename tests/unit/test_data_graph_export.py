@@ -111,6 +111,21 @@ def test_reinitializable_and_feedable_iterators_travel_through_a_meta_graph(tmp_
             text = sess.run("h:0")
             assert sess.run("y:0", {"handle:0": text}).tolist() == [-3]
         assert g.get_operation_by_name("make_initializer").type == "MakeIterator"
+        # and as write_graph's text and binary files, read back
+        for as_text in (True, False):
+            path = tf.train.write_graph(g, str(tmp_path), f"g{as_text:d}", as_text=as_text)
+            with tf.Graph().as_default():
+                if as_text:
+                    from dtf.framework import graph_pb as pb
+                    from dtf.framework import prototext
+
+                    gd = prototext.from_text(pb.GraphDef, open(path).read())
+                else:
+                    gd = tf.GraphDef.FromString(open(path, "rb").read())
+                tf.import_graph_def(gd, name="")
+                with tf.Session() as sess:
+                    sess.run("make_initializer")
+                    assert sess.run("x:0").tolist() == [0, 1, 2, 3]
 
 
 def test_file_readers_export_with_their_static_arguments(tmp_path):

@@ -286,6 +286,11 @@ def test_one_shot_reinitializable_and_file_datasets(tmp_path):
     x = it.get_next()
     init_pairs = it.make_initializer(pairs)
     init_other = it.make_initializer(Dataset.from_tensors((7, 0.25)))
+    # a feedable iterator over string handles (values differ by process: built, not fetched)
+    feedable = tf.data.Iterator.from_string_handle(
+        tf.placeholder(tf.string, [], name="handle"), pairs.output_types, pairs.output_shapes)
+    feedable.get_next(name="fed")
+    it.string_handle(name="pairs_handle")
     total = tf.reduce_sum(tf.data.make_one_shot_iterator(
         Dataset.range(10).shuffle(4, seed=2).batch(10)).get_next(), name="total")
     steps = [[one_shot.name], [one_shot.name], _fetch_names(x), _fetch_names(x), [total.name]]

@@ -216,6 +216,15 @@ def _unbatch(n):
 # -- order and count -----------------------------------------------------------------------
 @register("ShuffleDataset")
 def _shuffle(n):
+    return _shuffled(n)
+
+
+@register("ShuffleAndRepeatDataset")
+def _shuffle_and_repeat(n):
+    return n.make("repeat", (_shuffled(n),), tensors={"count": n.tensor(4)})
+
+
+def _shuffled(n):
     seeds = n.inputs[2:4]
     attrs = {"reshuffle": bool(n.attrs.get("reshuffle_each_iteration", True))}
     tensors = {"buffer_size": n.tensor(1)}
@@ -367,6 +376,22 @@ def _map(n):
     fn = n.function("f", source, captured)
     parallel = 1 if n.proto.op == "MapDataset" else _parallel(n, 1 + len(captured))
     return n.make("map", (source,), functions={"f": fn}, attrs={"parallel": parallel})
+
+
+@register("MapAndBatchDataset", "ExperimentalMapAndBatchDataset")
+def _map_and_batch(n):
+    source = n.dataset()
+    captured = n.captured(1)
+    k = 1 + len(captured)
+    fn = n.function("f", source, captured)
+    batched = n.element()
+    mapped = tuple(Component(c.dtype, unknown_shape() if c.shape.ndims is None
+                             else TensorShape(c.shape.as_list()[1:]))
+                   for c in (batched if isinstance(batched, tuple) else (batched,)))
+    mapped = n.make("map", (source,), functions={"f": fn}, attrs={"parallel": _parallel(n, k + 1)},
+                    element=mapped[0] if len(mapped) == 1 else mapped)
+    return n.make("batch", (mapped,), tensors={"batch_size": n.tensor(k)},
+                  attrs={"drop_remainder": bool(n.static(k + 2, "drop_remainder"))})
 
 
 @register("FilterDataset")

@@ -241,9 +241,15 @@ def test_a_tf_written_dataset_graph_imports_and_iterates_as_tf_did():
             re = [sess.run("tf/re:0") for _ in range(3)]
             one_shot = [sess.run("tf/one_shot:0") for _ in range(2)]
             shuffled = sess.run("tf/shuffled:0")
+            sess.run("tf/MakeIterator_1")  # map_and_batch, then shuffle_and_repeat
+            mb = [sess.run("tf/mb:0").tolist() for _ in range(8)]
+            with pytest.raises(tf.errors.OutOfRangeError):
+                sess.run("tf/mb:0")
     np.testing.assert_array_equal(np.stack(a), io["a"])
     np.testing.assert_array_equal(np.stack(re), io["re"])
     np.testing.assert_array_equal(one_shot[0], io["one_shot_0"])
     np.testing.assert_array_equal(one_shot[1], io["one_shot_1"])
     # dtf's shuffle is not TF's generator: the same elements, in some order
     assert sorted(shuffled.tolist()) == sorted(io["shuffled"].tolist()) == list(range(10))
+    assert sorted(x for b in mb for x in b) == sorted(io["mb"].tolist())
+    assert sorted(mb) == sorted([[0, 2, 4], [6, 8, 10], [12, 14, 16], [18]] * 2)

@@ -172,6 +172,12 @@ def _generator(w, spec):
                        "GraphDef cannot carry")
 
 
+@writer("window", "window_part")
+def _window(w, spec):
+    raise Unexportable("Dataset.window (a dataset of datasets) has no TF GraphDef form in dtf: "
+                       "its windows are not TF's variant-typed nested datasets")
+
+
 # -- combining -----------------------------------------------------------------------------
 @writer("zip")
 def _zip(w, spec):

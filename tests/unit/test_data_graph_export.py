@@ -253,3 +253,11 @@ def test_a_tf_written_dataset_graph_imports_and_iterates_as_tf_did():
     assert sorted(shuffled.tolist()) == sorted(io["shuffled"].tolist()) == list(range(10))
     assert sorted(x for b in mb for x in b) == sorted(io["mb"].tolist())
     assert sorted(mb) == sorted([[0, 2, 4], [6, 8, 10], [12, 14, 16], [18]] * 2)
+
+
+def test_a_window_pipeline_is_refused_naming_window():
+    with tf.Graph().as_default() as g:
+        ds = Dataset.range(6).window(2).flat_map(lambda w: w.batch(2))
+        tf.data.make_one_shot_iterator(ds).get_next()
+        with pytest.raises(TypeError, match=r"OneShotIterator.*Dataset.window"):
+            g.as_graph_def()

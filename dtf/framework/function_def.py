@@ -97,6 +97,9 @@ class FunctionLibrary:
 
     def __init__(self, functions=()):
         self._functions: dict[str, pb.FunctionDef] = {}
+        # State exporters share across one export, a graph and every body in it (e.g.
+        # what a gradient op in one body needs its forward op in another to output).
+        self.memo: dict = {}
         for f in functions:
             self.add(f)
 

@@ -191,7 +191,7 @@ def make_function_def(name: str, nodes, args, outputs, library: FunctionLibrary,
 
     nodes = export_nodes([_as_dict(d) for d in nodes], library)
     used: set = set()
-    node_names = {d["name"] for d in nodes}
+    node_names = {d["name"] for d in nodes} - {node for node, _ in args}
     used |= {n.lower() for n in node_names}  # an argument may not shadow a node
     sig = pb.OpDef(name=name, description=description)
     arg_of = {}  # placeholder node name -> argument name

@@ -102,7 +102,7 @@ def _check_no_assign(owner, body, what):
             if i.rsplit(":", 1)[0] in refs and pos in ref_inputs and not d["op"].startswith(
                     ("Identity", "_RefArg")):
                 raise TypeError(
-                    f"{owner['op']} '{owner['name']}': its {what} updates the captured variable "
+                    f"its {what} updates the captured variable "
                     f"{i!r} ({d['op']} '{d['name']}'): TF's functional control flow takes "
                     "variables by value, so a body that assigns to one cannot be exported")
 
@@ -242,7 +242,7 @@ def _hoist_updates(owner, body, args):
         if nd["op"] in _UPDATE_AS_VALUE and target in ref_args:
             p = position_of[target]
             if p in assigned:
-                raise TypeError(f"If '{owner['name']}': a branch updates the variable at input "
+                raise TypeError(f"a branch updates the variable at input "
                                 f"{p + 1} twice, which has no export as TF's functional If")
             value_op = _UPDATE_AS_VALUE[nd["op"]]
             t = nd["attr"]["T"]
@@ -416,8 +416,8 @@ def export_while_grad(d, ctx):
     memo = _memo(ctx)
     fwd = _split(data[0])[0]
     if fwd in memo["record_parts"] or fwd not in memo.get("while_layout", {}):
-        raise TypeError(f"the gradient of the While nested in a tf.cond or tf.while_loop body "
-                        f"('{d['name']}') cannot be exported yet")
+        raise TypeError("the gradient of a While nested in a tf.cond or tf.while_loop body "
+                        "cannot be exported yet")
     m = memo["while_layout"][fwd]
     needs = _need_parts(memo, fwd)
     layout, _ = _history_layout(memo, fwd)

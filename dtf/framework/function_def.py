@@ -97,6 +97,9 @@ class FunctionLibrary:
 
     def __init__(self, functions=()):
         self._functions: dict[str, pb.FunctionDef] = {}
+        # State exporters share across one export, a graph and every body in it (e.g.
+        # what a gradient op in one body needs its forward op in another to output).
+        self.memo: dict = {}
         for f in functions:
             self.add(f)
 
@@ -188,7 +191,7 @@ def make_function_def(name: str, nodes, args, outputs, library: FunctionLibrary,
 
     nodes = export_nodes([_as_dict(d) for d in nodes], library)
     used: set = set()
-    node_names = {d["name"] for d in nodes}
+    node_names = {d["name"] for d in nodes} - {node for node, _ in args}
     used |= {n.lower() for n in node_names}  # an argument may not shadow a node
     sig = pb.OpDef(name=name, description=description)
     arg_of = {}  # placeholder node name -> argument name

@@ -67,7 +67,10 @@ def export_nodes(nodes: list, library) -> list:
     out = []
     for d in nodes:
         if d["op"] in _EXPORTERS:
-            out.extend(_exporter(d["op"])(d, ctx))
+            try:
+                out.extend(_exporter(d["op"])(d, ctx))
+            except TypeError as e:  # what has no TF form, named by the op that holds it
+                raise TypeError(f"{d['op']} '{d['name']}': {e}") from None
         else:
             out.append(d)
     renamed = ctx.memo.get("renamed_inputs")

@@ -70,7 +70,7 @@ def _data_and_controls(d):
 def _dtype_of(ctx, tensor):
     """The dtype of a tensor of the node list being exported (as exported)."""
     op, idx = _split(tensor)
-    exported = ctx.memo.get("dtypes", {}).get(op)
+    exported = ctx.memo.get("dtypes", {}).get(op) or ctx.library.memo.get("part_dtypes", {}).get(op)
     if exported is not None:
         return _dtypes.as_dtype(exported[idx])
     return _dtypes.as_dtype(ctx.nodes[op]["output_dtypes"][idx])
@@ -102,32 +102,106 @@ def _check_no_assign(owner, body, what):
             if i.rsplit(":", 1)[0] in refs and pos in ref_inputs and not d["op"].startswith(
                     ("Identity", "_RefArg")):
                 raise TypeError(
-                    f"{owner['op']} '{owner['name']}': its {what} updates the captured variable "
+                    f"its {what} updates the captured variable "
                     f"{i!r} ({d['op']} '{d['name']}'): TF's functional control flow takes "
                     "variables by value, so a body that assigns to one cannot be exported")
 
 
-def _record_needs(ctx):
-    """forward op name -> the forward body tensors its gradient ops read, in order."""
-    needs = ctx.memo.get("needs")
-    if needs is not None:
-        return needs
-    needs = {}
-    for d in ctx.nodes.values():
-        if d["op"] == "If" and d["attr"].get("history_input", -1) >= 0:
-            record = _data_and_controls(d)[0][1 + d["attr"]["history_input"]]
-            bodies = [d["attr"]["then_branch"], d["attr"]["else_branch"]]
-        elif d["op"] == "_WhileGrad":
-            record, bodies = _data_and_controls(d)[0][0], [d["attr"]["body"]]
-        else:
+def _record_consumer(d):
+    """(record input, gradient bodies) of a node reading a forward op's run record."""
+    a = d["attr"]
+    if d["op"] == "If" and a.get("history_input", -1) >= 0:
+        return _data_and_controls(d)[0][1 + a["history_input"]], [a["then_branch"], a["else_branch"]]
+    if d["op"] == "_WhileGrad":
+        return _data_and_controls(d)[0][0], [a["body"]]
+    return None, ()
+
+
+def _scan(nodes, history_source, memo):
+    """Every node of a graph and its bodies, and what each forward op must output for its
+    gradient (``needs``: forward body tensors, in order). A gradient op in a gradient body
+    reads its forward op's record through a history argument: ``history_source`` maps
+    such an argument's node to the forward op."""
+    for d in nodes:
+        memo["nodes"][d["name"]] = d
+        record, bodies = _record_consumer(d)
+        if record is not None:
+            fwd = _split(record)[0]
+            names = memo["needs"].setdefault(history_source.get(fwd, fwd), [])
+            for body in bodies:
+                for _, source, key, _ in body["args"]:
+                    if source == "history" and key not in names:
+                        names.append(key)
+        for value in d["attr"].values():
+            if isinstance(value, dict) and "nodes" in value:
+                sub = {ph.rsplit(":", 1)[0]: _split(key)[0] for ph, source, key, _ in value["args"]
+                       if source == "history"}
+                _scan(value["nodes"], sub, memo)
+
+
+def _memo(ctx):
+    memo = ctx.library.memo
+    if "needs" not in memo:
+        memo.update(needs={}, nodes={}, record_parts={})
+        _scan(list(ctx.nodes.values()), {}, memo)
+    return memo
+
+
+def _parts(memo, name):
+    """[(tensor, dtype)] standing for a forward body tensor a gradient reads: itself, or
+    for the run record of a control-flow op nested in the body, the values that op outputs
+    for its own gradient (an If's come right after its outputs, where the record was)."""
+    op, idx = _split(name)
+    d = memo["nodes"][op]
+    dtype = _dtypes.as_dtype(d["output_dtypes"][idx])
+    if dtype != _dtypes.control_flow_record:
+        return [(name, dtype)]
+    if d["op"] != "If":
+        raise TypeError(f"the gradient of the {d['op']} '{op}' nested in a tf.cond or "
+                        "tf.while_loop body cannot be exported yet")
+    return [(f"{op}:{idx + j}", t) for j, (_, t) in enumerate(_need_parts(memo, op))]
+
+
+def _is_record(memo, name):
+    op, idx = _split(name)
+    return _dtypes.as_dtype(memo["nodes"][op]["output_dtypes"][idx]) == _dtypes.control_flow_record
+
+
+def _need_parts(memo, op):
+    """[(tensor, dtype)] a forward op outputs for its gradient, flattened."""
+    return [p for name in memo["needs"].get(op, []) for p in _parts(memo, name)]
+
+
+def _history_layout(memo, fwd):
+    """{history key: (first part, number of parts)} of forward op ``fwd``'s needs."""
+    layout, off = {}, 0
+    for name in memo["needs"].get(fwd, []):
+        count = len(_parts(memo, name))
+        layout[name] = (off, count)
+        off += count
+    return layout, off
+
+
+def _split_history_args(memo, body, layout, base, placeholders, nodes):
+    """Places a gradient body's history arguments at ``base`` + their part positions; an
+    argument holding a nested op's record becomes one argument per part (the nested
+    gradient op reads them through ``memo["record_parts"]``). Returns the nodes left."""
+    drop = set()
+    for ph, source, key, _ in body["args"]:
+        if source != "history":
             continue
-        names = needs.setdefault(_split(record)[0], [])
-        for body in bodies:
-            for _, source, key, _ in body["args"]:
-                if source == "history" and key not in names:
-                    names.append(key)
-    ctx.memo["needs"] = needs
-    return needs
+        start, count = layout[key]
+        node = ph.rsplit(":", 1)[0]
+        if not _is_record(memo, key):
+            placeholders[base + start] = node
+            continue
+        names = [f"{node}/part_{j}" for j in range(count)]
+        for j, (part, (_, dtype)) in enumerate(zip(names, _parts(memo, key))):
+            placeholders[base + start + j] = part
+            memo.setdefault("part_dtypes", {})[part] = [dtype.name]
+        memo["record_parts"][node] = ([f"{part}:0" for part in names], _split(key)[0])
+        drop.add(node)
+    return [nd for nd in nodes if nd["name"] not in drop]
 
 
 def _placeholder_at(body, position_of):
@@ -150,17 +224,6 @@ def _arg_tensor(args, p):
     return f"{args[p][0]}:0"
 
 
-def _check_history(owner, body, names):
-    for name in names:
-        try:
-            dtype = _body_dtype(body, name)
-        except KeyError:
-            continue
-        if dtype == _dtypes.control_flow_record:
-            raise TypeError(f"{owner['op']} '{owner['name']}': the gradient of control flow "
-                            "nested in a tf.cond or tf.while_loop body cannot be exported yet")
-
-
 # -- If ----------------------------------------------------------------------------------
 # A variable update in a branch, as the value it writes (the Assign follows the If).
 _UPDATE_AS_VALUE = {"Assign": None, "AssignAdd": "Add", "AssignSub": "Sub"}
@@ -179,7 +242,7 @@ def _hoist_updates(owner, body, args):
         if nd["op"] in _UPDATE_AS_VALUE and target in ref_args:
             p = position_of[target]
             if p in assigned:
-                raise TypeError(f"If '{owner['name']}': a branch updates the variable at input "
+                raise TypeError(f"a branch updates the variable at input "
                                 f"{p + 1} twice, which has no export as TF's functional If")
             value_op = _UPDATE_AS_VALUE[nd["op"]]
             t = nd["attr"]["T"]
@@ -193,25 +256,38 @@ def _hoist_updates(owner, body, args):
     return nodes, assigned
 
 
+def _record_inputs(memo, record, n_out_of):
+    """(forward op, the tensors standing for its record here) of a gradient op's record
+    input: the forward op's outputs after its own, or the parts a history argument was
+    split into (a gradient op in a gradient body)."""
+    rec_op = _split(record)[0]
+    if rec_op in memo["record_parts"]:
+        parts, fwd = memo["record_parts"][rec_op]
+        return fwd, parts
+    fwd = rec_op
+    n = n_out_of(memo["nodes"][fwd])
+    return fwd, [f"{fwd}:{n + k}" for k in range(len(_need_parts(memo, fwd)))]
+
+
 def export_if(d, ctx):
+    memo = _memo(ctx)
     attrs = d["attr"]
     name = d["name"]
     data, controls = _data_and_controls(d)
     pred, ins = data[0], data[1:]
     hist = attrs.get("history_input", -1)
-    needs = _record_needs(ctx).get(name, [])
-    fwd_needs = []
+    layout = {}
     if hist >= 0:  # a gradient If: the record becomes the forward If's extra outputs
-        fwd = _split(ins[hist])[0]
-        fwd_needs = _record_needs(ctx)[fwd]
-        fwd_node, offset = ctx.memo["if_outputs"][fwd]
-        ins = ins[:hist] + [f"{fwd_node}:{offset + k}" for k in range(len(fwd_needs))] + ins[hist + 1:]
+        fwd, parts = _record_inputs(memo, ins[hist], lambda f: len(f["attr"]["Tout"]))
+        layout, _ = _history_layout(memo, fwd)
+        ins = ins[:hist] + parts + ins[hist + 1:]
+        n_parts = len(parts)
 
     def position(source, key):
         if source == "history":
-            return hist + fwd_needs.index(key)
+            return None
         if hist >= 0 and key > hist:
-            return key - 1 + len(fwd_needs)
+            return key - 1 + n_parts
         return key
 
     tin = [_dtype_of(ctx, t) for t in ins]
@@ -219,29 +295,28 @@ def export_if(d, ctx):
     branches = []
     for tag, key in (("then", "then_branch"), ("else", "else_branch")):
         body = attrs[key]
-        _check_history(d, body, needs)
-        args = _function_args(name, _placeholder_at(body, position), tin, tag)
-        nodes, assigned = _hoist_updates(d, body, args)
+        placeholders = _placeholder_at(body, position)
+        nodes = list(body["nodes"])
+        if hist >= 0:
+            nodes = _split_history_args(memo, body, layout, hist, placeholders, nodes)
+        args = _function_args(name, placeholders, tin, tag)
+        nodes, assigned = _hoist_updates(d, dict(body, nodes=nodes), args)
         _check_no_assign(d, dict(body, nodes=nodes), f"{tag} branch")
         branches.append((tag, body, args, nodes, assigned))
     positions = sorted({p for *_, assigned in branches for p in assigned})
-    # the gradient's values: each from the branch that computed it
-    need_dtypes = []
-    for hname in needs:
-        owner = next(b for b in branches if _split(hname)[0] in {n["name"] for n in b[1]["nodes"]})
-        need_dtypes.append(_body_dtype(owner[1], hname))
+    needed = _need_parts(memo, name)  # each from the branch that computed it
     funcs = {}
     for tag, body, args, nodes, assigned in branches:
         b = _Builder(f"{name}/{tag}_export")
         outputs = list(body["outputs"])
-        outputs += [assigned.get(p, _arg_tensor(args, p)) for p in positions]
         own = {n["name"] for n in nodes}
-        for k, hname in enumerate(needs):  # the other branch's values: a zero of their type
-            outputs.append(hname if _split(hname)[0] in own else b.const(f"zero_{k}", 0, need_dtypes[k]))
+        for k, (tensor, dtype) in enumerate(needed):  # the other branch's: a zero of its type
+            outputs.append(tensor if _split(tensor)[0] in own else b.const(f"zero_{k}", 0, dtype))
+        outputs += [assigned.get(p, _arg_tensor(args, p)) for p in positions]
         funcs[tag] = add_function(ctx.library, f"{name}_{tag}", nodes + b.nodes, args, outputs,
                                   body.get("targets", ()))
-    assigned_dtypes = [tin[p] for p in positions]
-    out_dtypes = tout + assigned_dtypes + need_dtypes
+    kept = tout + [t for _, t in needed]  # the op's outputs as its gradient reads them
+    out_dtypes = kept + [tin[p] for p in positions]
     shapes = list(attrs["output_shapes"]) + [None] * (len(out_dtypes) - len(tout))
     new_attrs = {"Tcond": _dtypes.bool, "Tin": tin, "Tout": out_dtypes,
                  "then_branch": FuncRef(funcs["then"]), "else_branch": FuncRef(funcs["else"]),
@@ -252,45 +327,43 @@ def export_if(d, ctx):
     node = dict(d, name=if_name, input=[pred] + ins + controls, attr=new_attrs,
                 output_dtypes=[t.name for t in out_dtypes])
     _set_dtypes(ctx, if_name, out_dtypes)
-    ctx.memo.setdefault("if_outputs", {})[name] = (if_name, len(tout) + len(positions))
     if not positions:
         return [node]
     # The variables' writes, then the op's own name over its outputs once they are done:
     # what depends on the op (UPDATE_OPS, a train op's control inputs) sees the updates.
     post = _Builder(name, d.get("device", ""), ctx)
-    writes = [post.op("Assign", f"export_assign_{k}", [ins[p], f"{if_name}:{len(tout) + k}"],
+    writes = [post.op("Assign", f"export_assign_{k}", [ins[p], f"{if_name}:{len(kept) + k}"],
                       {"T": tin[p], "use_locking": True, "validate_shape": True}, [tin[p]])[0]
               for k, p in enumerate(positions)]
     after = [f"^{_split(w)[0]}" for w in writes]
-    if tout:
-        result = {"name": name, "op": "IdentityN", "input": [f"{if_name}:{j}" for j in range(len(tout))]
-                  + after, "device": d.get("device", ""), "attr": {"T": tout},
-                  "output_dtypes": [t.name for t in tout]}
+    if kept:
+        result = {"name": name, "op": "IdentityN", "input": [f"{if_name}:{j}" for j in range(len(kept))]
+                  + after, "device": d.get("device", ""), "attr": {"T": kept},
+                  "output_dtypes": [t.name for t in kept]}
     else:
         result = {"name": name, "op": "NoOp", "input": after, "device": d.get("device", ""),
                   "attr": {}, "output_dtypes": []}
-    _set_dtypes(ctx, name, tout)
+    _set_dtypes(ctx, name, kept)
     return [node] + post.nodes + [result]
 
 
 # -- While -------------------------------------------------------------------------------
 def export_while(d, ctx):
+    memo = _memo(ctx)
     attrs = d["attr"]
     data, controls = _data_and_controls(d)
     n = attrs["n_vars"]
-    needs = _record_needs(ctx).get(d["name"], [])
+    needs = _need_parts(memo, d["name"])  # [(body tensor, dtype)] the gradient pops
     body, cond = attrs["body"], attrs["cond"]
     for what, fn in (("body", body), ("cond", cond)):
         _check_no_assign(d, fn, what)
-    _check_history(d, body, needs)
     dtypes = [_dtype_of(ctx, t) for t in data]
     pre = _Builder(f"{d['name']}/export", d.get("device", ""), ctx)
     extra_in, extra_dtypes = [], []
     if needs:
         extra_in.append(pre.const("counter", 0, _INT32))
         extra_dtypes.append(_INT32)
-        for k, name in enumerate(needs):
-            dt = _body_dtype(body, name)
+        for k, (_, dt) in enumerate(needs):
             extra_in += [pre.const(f"values_{k}", np.zeros([0]), dt),
                          pre.const(f"shapes_{k}", np.zeros([0]), _INT32)]
             extra_dtypes += [dt, _INT32]
@@ -308,8 +381,7 @@ def export_while(d, ctx):
         axis = b.const("axis", 0, _INT32)
         outputs.append(b.op("Add", "counter", [_arg_tensor(body_args, m), one], {"T": _INT32},
                             [_INT32])[0])
-        for k, name in enumerate(needs):
-            dt = _body_dtype(body, name)
+        for k, (name, dt) in enumerate(needs):
             values, shapes = _arg_tensor(body_args, m + 1 + 2 * k), _arg_tensor(body_args, m + 2 + 2 * k)
             flat = b.op("Reshape", f"flat_{k}", [name, flat_shape], {"T": dt, "Tshape": _INT32}, [dt])[0]
             outputs.append(b.op("ConcatV2", f"values_{k}", [values, flat, axis],
@@ -332,7 +404,7 @@ def export_while(d, ctx):
     if "_class" in attrs:
         new_attrs["_class"] = attrs["_class"]
     _set_dtypes(ctx, name, all_dtypes)
-    ctx.memo.setdefault("while_layout", {})[name] = (n, m, needs)
+    memo.setdefault("while_layout", {})[name] = m
     return pre.nodes + [dict(d, input=data + extra_in + controls, attr=new_attrs,
                              output_dtypes=[t.name for t in all_dtypes])]
 
@@ -341,9 +413,15 @@ def export_while_grad(d, ctx):
     """The gradient loop: counts the forward iterations down, popping each one's values."""
     attrs = d["attr"]
     data, controls = _data_and_controls(d)
+    memo = _memo(ctx)
     fwd = _split(data[0])[0]
-    n, m, needs = ctx.memo["while_layout"][fwd]
-    fwd_inputs = _data_and_controls(ctx.nodes[fwd])[0]
+    if fwd in memo["record_parts"] or fwd not in memo.get("while_layout", {}):
+        raise TypeError("the gradient of a While nested in a tf.cond or tf.while_loop body "
+                        "cannot be exported yet")
+    m = memo["while_layout"][fwd]
+    needs = _need_parts(memo, fwd)
+    layout, _ = _history_layout(memo, fwd)
+    fwd_inputs = _data_and_controls(memo["nodes"][fwd])[0]
     nf = attrs["n_grads"]
     grads_in, outer = data[1:1 + nf], data[1 + nf:]
     body = attrs["body"]
@@ -357,9 +435,8 @@ def export_while_grad(d, ctx):
             for c, k in enumerate(attrs["cap_inputs"])]
     counter = f"{fwd}:{m}"
     accs = []
-    for k, hname in enumerate(needs):
+    for k, (_, dt) in enumerate(needs):
         values, shapes = f"{fwd}:{m + 1 + 2 * k}", f"{fwd}:{m + 2 + 2 * k}"
-        dt = _dtype_of(ctx, values)
         off = pre.op("Size", f"values_size_{k}", [values], {"T": dt, "out_type": _INT32}, [_INT32])[0]
         soff = pre.op("Size", f"shapes_size_{k}", [shapes], {"T": _INT32, "out_type": _INT32}, [_INT32])[0]
         accs += [values, shapes, off, soff]
@@ -380,11 +457,10 @@ def export_while_grad(d, ctx):
     one_dim, scalar = b.const("one_dim", [1], _INT32), b.const("scalar", np.zeros([0]), _INT32)
     axis = b.const("axis", 0, _INT32)
     i_next = b.op("Sub", "counter", [_arg_tensor(args, i_pos), one], {"T": _INT32}, [_INT32])[0]
-    popped, acc_out = {}, []
-    for k, hname in enumerate(needs):
+    popped, acc_out = [], []
+    for k, (_, dt) in enumerate(needs):
         base = i_pos + 1 + 4 * k
         values, shapes, off, soff = (_arg_tensor(args, base + j) for j in range(4))
-        dt = _body_dtype_of_record(ctx, fwd, hname)
         r = b.op("Sub", f"rank_at_{k}", [soff, one], {"T": _INT32}, [_INT32])[0]
         rank_vec = b.op("Slice", f"rank_{k}", [shapes, _vec(b, f"rank_begin_{k}", r, one_dim), one_dim],
                         {"T": _INT32, "Index": _INT32}, [_INT32])[0]
@@ -399,18 +475,22 @@ def export_while_grad(d, ctx):
         flat = b.op("Slice", f"flat_{k}", [values, _vec(b, f"values_begin_{k}", off_next, one_dim),
                                            _vec(b, f"values_size_{k}", size, one_dim)],
                     {"T": dt, "Index": _INT32}, [dt])[0]
-        popped[hname] = b.op("Reshape", f"value_{k}", [flat, shape], {"T": dt, "Tshape": _INT32}, [dt])[0]
+        popped.append(b.op("Reshape", f"value_{k}", [flat, shape], {"T": dt, "Tshape": _INT32}, [dt])[0])
         acc_out += [values, shapes, off_next, soff_next]
-    nodes = []
-    for nd in body["nodes"]:
-        nodes.append(nd)
+    replaced, drop = {}, set()
     for ph, source, key, _ in body["args"]:  # a recorded value: the popped one
-        if source == "history":
-            ph_node = ph.rsplit(":", 1)[0]
-            dt = _body_dtype(body, ph)
-            nodes = [({"name": ph_node, "op": "Identity", "input": [popped[key]], "device": "",
-                       "attr": {"T": dt}, "output_dtypes": [dt.name]} if nd["name"] == ph_node else nd)
-                     for nd in nodes]
+        if source != "history":
+            continue
+        ph_node = ph.rsplit(":", 1)[0]
+        start, count = layout[key]
+        if _is_record(memo, key):  # a nested op's record: its gradient op reads the parts
+            memo["record_parts"][ph_node] = (popped[start:start + count], _split(key)[0])
+            drop.add(ph_node)
+            continue
+        dt = _body_dtype(body, ph)
+        replaced[ph_node] = {"name": ph_node, "op": "Identity", "input": [popped[start]],
+                             "device": "", "attr": {"T": dt}, "output_dtypes": [dt.name]}
+    nodes = [replaced.get(nd["name"], nd) for nd in body["nodes"] if nd["name"] not in drop]
     outs = body["outputs"]
     new_sums = [b.op("Add", f"sum_{c}", [_arg_tensor(args, nf + q + c), outs[nf + c]],
                      {"T": tout[nf + c]}, [tout[nf + c]])[0] for c in range(nc)]
@@ -436,10 +516,6 @@ def export_while_grad(d, ctx):
 
 def _vec(b, name, scalar, one_dim):
     return b.op("Reshape", name, [scalar, one_dim], {"T": _INT32, "Tshape": _INT32}, [_INT32])[0]
-
-
-def _body_dtype_of_record(ctx, fwd, hname):
-    return _body_dtype(ctx.nodes[fwd]["attr"]["body"], hname)
 
 
 __all__ = []

@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from dtf.framework import dtypes as _dtypes
-from dtf.framework import graph_pb as pb
 
 WRITERS: dict = {}
 

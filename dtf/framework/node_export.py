@@ -20,6 +20,13 @@ _EXPORTERS: dict = {
     "If": "dtf.ops.control_flow_export:export_if",
     "While": "dtf.ops.control_flow_export:export_while",
     "_WhileGrad": "dtf.ops.control_flow_export:export_while_grad",
+    "TensorArrayNew": "dtf.ops.tensor_array_export:export_new",
+    "TensorArrayWrite": "dtf.ops.tensor_array_export:export_write",
+    "TensorArrayScatter": "dtf.ops.tensor_array_export:export_scatter",
+    "TensorArrayRead": "dtf.ops.tensor_array_export:export_read",
+    "TensorArrayWriteGrad": "dtf.ops.tensor_array_export:export_write_grad",
+    "TensorArrayScatterGrad": "dtf.ops.tensor_array_export:export_scatter_grad",
+    "TensorArrayReadGrad": "dtf.ops.tensor_array_export:export_read_grad",
 }
 
 

@@ -272,6 +272,43 @@ def test_batch_norm_with_a_tensor_training_flag_updates_and_trains(tmp_path):
         _check(tmp_path, spec, feeds, atol=1e-4)
 
 
+def test_dynamic_rnn_map_fn_scan_and_foldl_with_gradients(tmp_path):
+    """dtf's TensorArrays (dense buffers) export as TF's dense scatter/gather ops."""
+    x = tf.placeholder(tf.float32, [None, 5, 3], name="x")
+    with tf.variable_scope("net", initializer=tf.random_normal_initializer(stddev=0.4, seed=5)):
+        out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(4), x, dtype=tf.float32)
+    mapped = tf.map_fn(lambda r: r * r * 2.0, x[0])
+    scanned = tf.scan(lambda a, r: a * r + r, x[0])
+    folded = tf.foldl(lambda a, r: a * 0.5 + r, x[0])
+    loss = tf.add_n([tf.reduce_sum(tf.square(out)), tf.reduce_sum(mapped), tf.reduce_sum(scanned),
+                     tf.reduce_sum(folded)], name="loss")
+    train = tf.train.GradientDescentOptimizer(0.05).minimize(loss, name="train")
+    grads = [g.name for g in tf.gradients(loss, [x] + tf.trainable_variables())]
+    feeds = {"x:0": np.random.RandomState(3).rand(2, 5, 3).astype(np.float32)}
+    fetches = [out.name, state.h.name, mapped.name, scanned.name, folded.name, "loss:0"] + grads
+    spec = {"steps": [fetches, [train.name], ["loss:0"]], "racy": [1]}
+    _check(tmp_path, spec, feeds, atol=1e-4)
+
+
+def test_tensor_arrays_that_grow_gather_concat_and_scatter(tmp_path):
+    x = tf.placeholder(tf.float32, [5, 3], name="x")
+    n = tf.shape(x)[0]
+    inp = tf.TensorArray(tf.float32, size=n).unstack(x)
+    out = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+
+    def body(i, h, o):
+        h = tf.tanh(h + inp.read(i))
+        return i + 1, h, o.write(i, h * 2.0)
+
+    _, h, out = tf.while_loop(lambda i, h, o: i < n, body, [tf.constant(0), tf.zeros([3]), out])
+    stacked = out.stack()
+    dx = tf.gradients(tf.reduce_sum(stacked * stacked) + tf.reduce_sum(h), x)[0]
+    ta = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], x[:3])
+    fetches = [stacked, out.size(), dx, out.gather([4, 1]), out.concat(), ta.stack(), ta.read(1)]
+    feeds = {"x:0": np.random.RandomState(3).randn(5, 3).astype(np.float32)}
+    _check(tmp_path, {"steps": [[t.name for t in fetches]]}, feeds, restore=False)
+
+
 def test_dropout_with_a_tensor_rate(tmp_path):
     x = tf.placeholder(tf.float32, [4, 5], name="x")
     rate = tf.placeholder(tf.float32, [], name="rate")
@@ -314,11 +351,9 @@ def test_queue_runner_graph(tmp_path):
 # Op types whose dtf graphs do not travel yet: datasets keep pipeline descriptions as
 # attrs; an If/While whose body assigns to a variable (in a loop) or that nests a loop's
 # gradient says so. ValueOrInitial (initialized_value) is dtf's own op where TF builds a
-# cond; dtf's TensorArray is a dense buffer with its own ops where TF has TensorLists.
+# cond.
 KNOWN_UNEXPORTABLE = {"If", "While", "_WhileGrad", "OneShotIterator", "MakeIterator"}
-KNOWN_DTF_ONLY = {"ValueOrInitial", "TensorArrayNew", "TensorArrayRead", "TensorArrayWrite",
-                  "TensorArrayScatter", "TensorArrayReadGrad", "TensorArrayWriteGrad",
-                  "TensorArrayScatterGrad"}
+KNOWN_DTF_ONLY = {"ValueOrInitial"}
 
 TF_IMPORT_ALL = """
 import re

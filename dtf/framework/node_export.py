@@ -20,6 +20,7 @@ _EXPORTERS: dict = {
     "If": "dtf.ops.control_flow_export:export_if",
     "While": "dtf.ops.control_flow_export:export_while",
     "_WhileGrad": "dtf.ops.control_flow_export:export_while_grad",
+    "ValueOrInitial": "dtf.ops.value_or_initial_io:export_value_or_initial",
     "TensorArrayNew": "dtf.ops.tensor_array_export:export_new",
     "TensorArrayWrite": "dtf.ops.tensor_array_export:export_write",
     "TensorArrayScatter": "dtf.ops.tensor_array_export:export_scatter",

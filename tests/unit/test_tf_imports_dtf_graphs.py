@@ -309,6 +309,18 @@ def test_tensor_arrays_that_grow_gather_concat_and_scatter(tmp_path):
     _check(tmp_path, {"steps": [[t.name for t in fetches]]}, feeds, restore=False)
 
 
+def test_variables_initialized_from_initialized_value(tmp_path):
+    """TF builds initialized_value() as a cond of RefSwitch/Merge (an If would read the
+    variable before it is set); dtf's one op exports as that cond."""
+    v = tf.Variable([1.0, 2.0], name="v")
+    w = tf.Variable(v.initialized_value() * 2.0, name="w")
+    u = tf.Variable(w.initialized_value() + v.initialized_value(), name="u")
+    spec = {"init": ["init"], "steps": [[w.name, u.name]]}
+    tf.global_variables_initializer()  # "init", run by name on both sides
+    got = _check(tmp_path, spec, restore=False)
+    assert got["0"] == [[2.0, 4.0], [3.0, 6.0]]
+
+
 def test_dropout_with_a_tensor_rate(tmp_path):
     x = tf.placeholder(tf.float32, [4, 5], name="x")
     rate = tf.placeholder(tf.float32, [], name="rate")
@@ -350,10 +362,9 @@ def test_queue_runner_graph(tmp_path):
 
 # Op types whose dtf graphs do not travel yet: datasets keep pipeline descriptions as
 # attrs; an If/While whose body assigns to a variable (in a loop) or that nests a loop's
-# gradient says so. ValueOrInitial (initialized_value) is dtf's own op where TF builds a
-# cond.
+# gradient says so.
 KNOWN_UNEXPORTABLE = {"If", "While", "_WhileGrad", "OneShotIterator", "MakeIterator"}
-KNOWN_DTF_ONLY = {"ValueOrInitial"}
+KNOWN_DTF_ONLY: set = set()
 
 TF_IMPORT_ALL = """
 import re

@@ -69,8 +69,21 @@ def _expand_concat_offset(node, inputs, attrs):
     return offsets
 
 
-# TF op types dtf has no kernel for but builds from ops it has: node -> its output tensors
-_EXPANSIONS = {"ShapeN": _expand_shape_n, "ConcatOffset": _expand_concat_offset}
+def _expand_initialized_value(which):
+    def expand(node, inputs, attrs):
+        from dtf.ops import value_or_initial_io
+
+        return getattr(value_or_initial_io, which)(node, inputs, attrs)
+
+    return expand
+
+
+# TF op types dtf has no kernel for but builds from ops it has: node -> its output tensors.
+# Switch/RefSwitch/Merge only in the shape of initialized_value()'s cond.
+_EXPANSIONS = {"ShapeN": _expand_shape_n, "ConcatOffset": _expand_concat_offset,
+               "Switch": _expand_initialized_value("expand_switch"),
+               "RefSwitch": _expand_initialized_value("expand_switch"),
+               "Merge": _expand_initialized_value("expand_merge")}
 
 
 def _expand(graph, node, inputs, controls, scope):

@@ -209,3 +209,31 @@ def test_tensor_arrays_in_loops_round_trip_through_dtf():
     tf.global_variables_initializer()
     feed = {"x:0": np.random.RandomState(0).randn(2, 4, 3).astype(np.float32)}
     _round_trip([out, doubled], [feed])
+
+
+def test_initialized_value_exports_as_tf_s_cond_and_reads_back():
+    v = tf.Variable([1.0, 2.0], name="v")
+    w = tf.Variable(v.initialized_value() * 2.0, name="w")
+    tf.global_variables_initializer()
+    gd = tf.get_default_graph().as_graph_def()
+    ops = {n.name: n.op for n in gd.node}
+    assert ops["v/ValueOrInitial"] == "Merge" and "ValueOrInitial" not in ops.values()
+    with tf.Graph().as_default():
+        tf.import_graph_def(gd, name="")
+        assert tf.get_default_graph().get_operation_by_name("v/ValueOrInitial").type == "ValueOrInitial"
+        with tf.Session() as sess:
+            sess.run("init")
+            np.testing.assert_allclose(sess.run(w.name), [2.0, 4.0])
+
+
+def test_tf1_dataflow_merge_is_refused_by_name():
+    gd = pb.GraphDef()
+    gd.node.add(name="p", op="Placeholder").attr["dtype"].type = 10
+    for name in ("a", "b"):
+        n = gd.node.add(name=name, op="Placeholder")
+        n.attr["dtype"].type = 1
+    m = gd.node.add(name="m", op="Merge", input=["a", "b"])
+    m.attr["T"].type = 1
+    m.attr["N"].i = 2
+    with pytest.raises(ValueError, match="node 'm' \\(Merge\\).*initialized_value"):
+        tf.import_graph_def(gd, name="")

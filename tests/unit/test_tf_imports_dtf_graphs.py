@@ -272,6 +272,55 @@ def test_batch_norm_with_a_tensor_training_flag_updates_and_trains(tmp_path):
         _check(tmp_path, spec, feeds, atol=1e-4)
 
 
+def test_dynamic_rnn_map_fn_scan_and_foldl_with_gradients(tmp_path):
+    """dtf's TensorArrays (dense buffers) export as TF's dense scatter/gather ops."""
+    x = tf.placeholder(tf.float32, [None, 5, 3], name="x")
+    with tf.variable_scope("net", initializer=tf.random_normal_initializer(stddev=0.4, seed=5)):
+        out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(4), x, dtype=tf.float32)
+    mapped = tf.map_fn(lambda r: r * r * 2.0, x[0])
+    scanned = tf.scan(lambda a, r: a * r + r, x[0])
+    folded = tf.foldl(lambda a, r: a * 0.5 + r, x[0])
+    loss = tf.add_n([tf.reduce_sum(tf.square(out)), tf.reduce_sum(mapped), tf.reduce_sum(scanned),
+                     tf.reduce_sum(folded)], name="loss")
+    train = tf.train.GradientDescentOptimizer(0.05).minimize(loss, name="train")
+    grads = [g.name for g in tf.gradients(loss, [x] + tf.trainable_variables())]
+    feeds = {"x:0": np.random.RandomState(3).rand(2, 5, 3).astype(np.float32)}
+    fetches = [out.name, state.h.name, mapped.name, scanned.name, folded.name, "loss:0"] + grads
+    spec = {"steps": [fetches, [train.name], ["loss:0"]], "racy": [1]}
+    _check(tmp_path, spec, feeds, atol=1e-4)
+
+
+def test_tensor_arrays_that_grow_gather_concat_and_scatter(tmp_path):
+    x = tf.placeholder(tf.float32, [5, 3], name="x")
+    n = tf.shape(x)[0]
+    inp = tf.TensorArray(tf.float32, size=n).unstack(x)
+    out = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+
+    def body(i, h, o):
+        h = tf.tanh(h + inp.read(i))
+        return i + 1, h, o.write(i, h * 2.0)
+
+    _, h, out = tf.while_loop(lambda i, h, o: i < n, body, [tf.constant(0), tf.zeros([3]), out])
+    stacked = out.stack()
+    dx = tf.gradients(tf.reduce_sum(stacked * stacked) + tf.reduce_sum(h), x)[0]
+    ta = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], x[:3])
+    fetches = [stacked, out.size(), dx, out.gather([4, 1]), out.concat(), ta.stack(), ta.read(1)]
+    feeds = {"x:0": np.random.RandomState(3).randn(5, 3).astype(np.float32)}
+    _check(tmp_path, {"steps": [[t.name for t in fetches]]}, feeds, restore=False)
+
+
+def test_variables_initialized_from_initialized_value(tmp_path):
+    """TF builds initialized_value() as a cond of RefSwitch/Merge (an If would read the
+    variable before it is set); dtf's one op exports as that cond."""
+    v = tf.Variable([1.0, 2.0], name="v")
+    w = tf.Variable(v.initialized_value() * 2.0, name="w")
+    u = tf.Variable(w.initialized_value() + v.initialized_value(), name="u")
+    spec = {"init": ["init"], "steps": [[w.name, u.name]]}
+    tf.global_variables_initializer()  # "init", run by name on both sides
+    got = _check(tmp_path, spec, restore=False)
+    assert got["0"] == [[2.0, 4.0], [3.0, 6.0]]
+
+
 def test_dropout_with_a_tensor_rate(tmp_path):
     x = tf.placeholder(tf.float32, [4, 5], name="x")
     rate = tf.placeholder(tf.float32, [], name="rate")
@@ -375,13 +424,10 @@ def test_one_shot_reinitializable_and_file_datasets(tmp_path):
 
 
 # Op types whose dtf graphs do not travel yet: a from_generator or window dataset (a Python
-# callable, nested datasets); an If/While whose body assigns to a variable (in a loop) or that nests a loop's
-# gradient says so. ValueOrInitial (initialized_value) is dtf's own op where TF builds a
-# cond; dtf's TensorArray is a dense buffer with its own ops where TF has TensorLists.
+# callable, nested datasets); an If/While whose body assigns to a variable (in a loop) or
+# that nests a loop's gradient says so.
 KNOWN_UNEXPORTABLE = {"If", "While", "_WhileGrad", "OneShotIterator", "MakeIterator"}
-KNOWN_DTF_ONLY = {"ValueOrInitial", "TensorArrayNew", "TensorArrayRead", "TensorArrayWrite",
-                  "TensorArrayScatter", "TensorArrayReadGrad", "TensorArrayWriteGrad",
-                  "TensorArrayScatterGrad"}
+KNOWN_DTF_ONLY: set = set()
 
 TF_IMPORT_ALL = """
 import re

@@ -121,6 +121,10 @@ def _static_int(value):
 class Dataset:
     """A sequence of elements, each a structure of tensors (TF1's DatasetV1)."""
 
+    # TF's graphs hold a dataset as a variant tensor; import_graph_def may map one to a
+    # Dataset (dtf/data/graph_import.py reads it)
+    _folded_graph_value = True
+
     def __init__(self, kind, element, inputs=(), tensors=None, attrs=None, functions=None):
         self._kind = kind
         self._element = element  # structure of Component

@@ -171,10 +171,19 @@ def _generator(w, spec):
                        "GraphDef cannot carry")
 
 
-@writer("window", "window_part")
+@writer("window")
 def _window(w, spec):
-    raise Unexportable("Dataset.window (a dataset of datasets) has no TF GraphDef form in dtf: "
-                       "its windows are not TF's variant-typed nested datasets")
+    scope = _scope(spec)
+    inputs = [w.dataset(spec["inputs"][0])] + [w.tensor(spec, k) for k in ("size", "shift", "stride")]
+    inputs.append(w.const(scope, "drop_remainder", spec["drop_remainder"], _dtypes.bool))
+    # each component is a nested dataset: a scalar variant (dtf's dataset_window type)
+    return w.node("WindowDataset", scope, inputs, structure(spec))
+
+
+@writer("window_part")
+def _window_part(w, spec):
+    # the nested dataset a flat_map/interleave function receives is its argument itself
+    return w.tensor(spec, "w")
 
 
 # -- combining -----------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from dtf.framework import graph_io
 from dtf.framework import ops as _ops
 from dtf.framework.importer import _Expanded
 from dtf.framework.tensor_shape import TensorShape, unknown_shape
-from .dataset_ops import Captures, Component, Dataset
+from . import structure as nest
+from .dataset_ops import Captures, Component, Dataset, WindowComponent
 
 IMPORTS: dict = {}
 
@@ -56,8 +57,9 @@ class Node:
         self.name = proto.name
         self.inputs = inputs
         self.library = library
-        self.attrs = {k: graph_io.attr_python(v) for k, v in proto.attr.items()
-                      if k not in _IGNORED and v.WhichOneof("value") != "func"}
+        # (a window's output_types are variants, which dtf has no DType for: it reads the
+        # nested element types from the input dataset instead)
+        self.attrs = {k: v for k, v in _readable_attrs(proto).items() if k not in _IGNORED}
 
     def error(self, msg):
         return ValueError(msg)  # the importer says which node
@@ -213,6 +215,15 @@ def _unbatch(n):
     return n.make("unbatch", (n.dataset(),))
 
 
+@register("WindowDataset")
+def _window(n):
+    source = n.dataset()
+    leaves = [WindowComponent(c) for c in nest.flatten(source._element)]
+    return n.make("window", (source,), element=leaves[0] if len(leaves) == 1 else tuple(leaves),
+                  tensors={k: n.tensor(1 + i) for i, k in enumerate(("size", "shift", "stride"))},
+                  attrs={"drop_remainder": bool(n.static(4, "drop_remainder"))})
+
+
 # -- order and count -----------------------------------------------------------------------
 @register("ShuffleDataset")
 def _shuffle(n):
@@ -353,7 +364,9 @@ def import_function(library, name, dataset, captured, what, returns_dataset=Fals
     with graph.as_default():
         phs = [graph.placeholder(dt, shape, f"arg{i}")
                for i, (dt, shape) in enumerate(dataset._components())]
-        outs = _import_body(library, fdef, phs + [graph.capture(t) for t in captured])
+        # a window's component is a nested dataset in the body (its argument, a variant)
+        args = [leaf.argument(ph) for leaf, ph in zip(nest.flatten(dataset._element), phs)]
+        outs = _import_body(library, fdef, args + [graph.capture(t) for t in captured])
     if returns_dataset:
         if len(outs) != 1 or not isinstance(outs[0], Dataset):
             raise ValueError("it must return one dataset")

@@ -226,10 +226,11 @@ def make_function_def(name: str, nodes, args, outputs, library: FunctionLibrary,
         hint = output_names_[k] if output_names_ else f"output_{k}"
         a = _arg_name(hint, out_used)
         op, _ = _split(tensor)
-        # (a name, not a DType: a tf.data function returns TF's "variant", which dtf lacks)
-        dtype = (_arg_dtype(sig, arg_of[op]) if op in arg_of
-                 else by_name[op]["output_dtypes"][_split(tensor)[1]])
-        sig.output_arg.add(name=a, type=pb.datatype_enum(dtype))
+        # (a name or DataType, not a DType: a tf.data function returns TF's "variant", which
+        # dtf lacks, built in the body or passed through from an argument)
+        enum = (_arg_type(sig, arg_of[op]) if op in arg_of
+                else pb.datatype_enum(by_name[op]["output_dtypes"][_split(tensor)[1]]))
+        sig.output_arg.add(name=a, type=enum)
         fdef.ret[a] = ref(tensor)
     for op in control_outputs:
         if op not in by_name:
@@ -239,10 +240,10 @@ def make_function_def(name: str, nodes, args, outputs, library: FunctionLibrary,
     return fdef
 
 
-def _arg_dtype(sig, arg_name):
+def _arg_type(sig, arg_name) -> int:
     for a in sig.input_arg:
         if a.name == arg_name:
-            return _dtypes.as_dtype(pb.datatype_name(a.type))
+            return a.type
     raise KeyError(arg_name)
 
 

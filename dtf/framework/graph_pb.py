@@ -23,9 +23,15 @@ DATATYPE_NAMES = {f"DT_{_TF_TYPE_NAMES.get(k, k.upper())}{ref}": v + off
                   for k, v in DATATYPE_ENUM.items() for ref, off in (("", 0), ("_REF", _REF_OFFSET))}
 
 
+# dtf DTypes TF spells as another type: a window of Dataset.window is a nested dataset,
+# which is a variant tensor in TF's graphs
+_WRITTEN_AS = {"dataset_window": "variant"}
+
+
 def datatype_enum(dtype) -> int:
     """TF's DataType number of a dtf DType (or dtype name)."""
     name = getattr(dtype, "name", dtype)
+    name = _WRITTEN_AS.get(name, name)
     try:
         return DATATYPE_ENUM[name]
     except KeyError:

@@ -167,6 +167,10 @@ def _normalized_input_map(graph, input_map):
         src, idx = _split_input(key)
         if idx is None:
             out[("^", src)] = graph.as_graph_element(value, allow_tensor=False, allow_operation=True)
+        elif getattr(value, "_folded_graph_value", False):
+            # a value a GraphDef holds as a variant that dtf keeps as a Python object (a
+            # Dataset): only the importers that fold such nodes read it
+            out[(src, idx)] = value
         else:
             out[(src, idx)] = _ops.convert_to_tensor(value)
     return out

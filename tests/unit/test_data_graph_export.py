@@ -223,7 +223,8 @@ def test_functions_and_one_shot_iterators_round_trip():
 
 def test_a_tf_written_dataset_graph_imports_and_iterates_as_tf_did():
     """tests/fixtures/tf/dataset_graph.pb: TF's own dataset nodes and functions (TF's
-    seed ops feeding ShuffleDataset, functions returning datasets through an Identity)."""
+    seed ops feeding ShuffleDataset, functions returning datasets through an Identity,
+    windows)."""
     import os
 
     from dtf.framework import graph_pb as pb
@@ -241,12 +242,15 @@ def test_a_tf_written_dataset_graph_imports_and_iterates_as_tf_did():
             re = [sess.run("tf/re:0") for _ in range(3)]
             one_shot = [sess.run("tf/one_shot:0") for _ in range(2)]
             shuffled = sess.run("tf/shuffled:0")
+            sess.run("tf/MakeIterator_2")  # windows: TF's variant-typed nested datasets
+            win = np.concatenate([sess.run("tf/win:0") for _ in range(4)])
             sess.run("tf/MakeIterator_1")  # map_and_batch, then shuffle_and_repeat
             mb = [sess.run("tf/mb:0").tolist() for _ in range(8)]
             with pytest.raises(tf.errors.OutOfRangeError):
                 sess.run("tf/mb:0")
     np.testing.assert_array_equal(np.stack(a), io["a"])
     np.testing.assert_array_equal(np.stack(re), io["re"])
+    np.testing.assert_array_equal(win, io["win"])
     np.testing.assert_array_equal(one_shot[0], io["one_shot_0"])
     np.testing.assert_array_equal(one_shot[1], io["one_shot_1"])
     # dtf's shuffle is not TF's generator: the same elements, in some order
@@ -255,9 +259,27 @@ def test_a_tf_written_dataset_graph_imports_and_iterates_as_tf_did():
     assert sorted(mb) == sorted([[0, 2, 4], [6, 8, 10], [12, 14, 16], [18]] * 2)
 
 
-def test_a_window_pipeline_is_refused_naming_window():
+def test_window_pipelines_round_trip():
+    """Dataset.window's nested datasets are TF's variants: WindowDataset, then functions
+    whose arguments are datasets (batched in the body, or returned as they are)."""
     with tf.Graph().as_default() as g:
-        ds = Dataset.range(6).window(2).flat_map(lambda w: w.batch(2))
-        tf.data.make_one_shot_iterator(ds).get_next()
-        with pytest.raises(TypeError, match=r"OneShotIterator.*Dataset.window"):
-            g.as_graph_def()
+        pairs = Dataset.from_tensor_slices((tf.range(7), tf.range(7) * 10)).window(3, shift=2)
+        a = pairs.flat_map(lambda x, y: Dataset.zip((x.batch(3), y.map(lambda v: v + 1).batch(3))))
+        b = Dataset.range(5).window(2, drop_remainder=True).interleave(lambda w: w, cycle_length=2)
+        its = [tf.data.make_initializable_iterator(d) for d in (a, b)]
+        nexts = [it.get_next() for it in its]
+        with tf.Session() as sess:
+            sess.run([it.initializer for it in its])
+            want = [_drain(sess, n) for n in nexts]
+        gd = g.as_graph_def()
+    assert [n.op for n in gd.node].count("WindowDataset") == 2
+    window = next(n for n in gd.node if n.op == "WindowDataset")
+    assert list(window.attr["output_types"].list.type) == [21, 21]  # TF's variant
+    with tf.Graph().as_default():
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as sess:
+            sess.run(["MakeIterator", "MakeIterator_1"])
+            got = [_drain(sess, ["IteratorGetNext:0", "IteratorGetNext:1"]),
+                   _drain(sess, "IteratorGetNext_1:0")]
+    _same(got[0], want[0])
+    assert [int(x) for x in got[1]] == [int(x) for x in want[1]] == [0, 2, 1, 3]

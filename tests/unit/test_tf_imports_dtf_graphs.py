@@ -423,8 +423,21 @@ def test_one_shot_reinitializable_and_file_datasets(tmp_path):
     assert got["0"] == [7, 0.25]
 
 
-# Op types whose dtf graphs do not travel yet: a from_generator or window dataset (a Python
-# callable, nested datasets); an If/While whose body assigns to a variable (in a loop) or
+def test_window_pipelines(tmp_path):
+    Dataset = tf.data.Dataset
+    pairs = Dataset.from_tensor_slices((tf.range(7), tf.range(7) * 10)).window(3, shift=2, stride=1)
+    a = tf.data.make_initializable_iterator(pairs.flat_map(
+        lambda x, y: Dataset.zip((x.batch(3), y.map(lambda v: v + 1).batch(3)))))
+    b = tf.data.make_initializable_iterator(
+        Dataset.range(5).window(2, drop_remainder=True).interleave(lambda w: w, cycle_length=2))
+    steps = [_fetch_names(a.get_next())] * 4 + [_fetch_names(b.get_next())] * 4
+    got = _check(tmp_path, {"init": [a.initializer.name, b.initializer.name], "steps": steps},
+                 restore=False)
+    assert got["3"] == [[6], [61]] and [got[str(i)][0] for i in range(4, 8)] == [0, 2, 1, 3]
+
+
+# Op types whose dtf graphs do not travel yet: a from_generator dataset (a Python
+# callable); an If/While whose body assigns to a variable (in a loop) or
 # that nests a loop's gradient says so.
 KNOWN_UNEXPORTABLE = {"If", "While", "_WhileGrad", "OneShotIterator", "MakeIterator"}
 KNOWN_DTF_ONLY: set = set()

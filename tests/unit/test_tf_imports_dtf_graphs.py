@@ -423,3 +423,28 @@ def test_the_output_argument_table_is_what_tf_s_op_registry_gives():
     r = subprocess.run([tf_python(), str(root / "scripts" / "op_output_args.py"), "--check"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_tf_s_own_functional_cond_and_while_import_into_dtf(tmp_path):
+    """The other way: TF's control flow v2 (StatelessIf/StatelessWhile over its own
+    FunctionDefs) imports into dtf and computes TF's values."""
+    path = str(tmp_path / "tf_v2.pb")
+    want = json.loads(run_tf("""
+        tf.enable_control_flow_v2()
+        x = tf.placeholder(tf.float32, [3], name="x")
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: tf.sin(x), name="c")
+        _, z = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a * 0.5 + x), [0, x],
+                             name="w")
+        open(sys.argv[1], "wb").write(tf.get_default_graph().as_graph_def().SerializeToString())
+        with tf.Session() as sess:
+            out = [sess.run([y, z], {x: v}) for v in ([1.0, 2.0, 3.0], [-1.0, -2.0, 0.5])]
+        print(json.dumps({"names": [y.name, z.name],
+                          "values": [[a.tolist() for a in o] for o in out]}))
+        """, path))
+    gd = tf.GraphDef.FromString(open(path, "rb").read())
+    tf.import_graph_def(gd, name="")
+    with tf.Session() as sess:
+        for xv, values in zip(([1.0, 2.0, 3.0], [-1.0, -2.0, 0.5]), want["values"]):
+            got = sess.run(want["names"], {"x:0": xv})
+            for g, w in zip(got, values):
+                np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -256,6 +256,29 @@ def test_while_loop_gradients_train_a_recurrence_as_in_dtf(tmp_path):
     _check(tmp_path, {"steps": [["loss:0"] + grads]}, feeds)
 
 
+def test_gradients_of_loops_nested_in_conds_and_loops(tmp_path):
+    x = tf.placeholder(tf.float32, [3], name="x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    w = tf.get_variable("w", [3], initializer=tf.constant_initializer([0.5, -1.0, 2.0]))
+
+    def loop(a):
+        return tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.sin(a * w) + x), [0, a])[1]
+
+    c = tf.cond(p, lambda: loop(x * 2.0), lambda: x * w)
+
+    def outer_body(j, a):
+        inner = tf.while_loop(lambda i, b: i < 2, lambda i, b: (i + 1, tf.tanh(b * a + w)), [0, a])[1]
+        return j + 1, inner * 0.5 + x
+
+    _, nested = tf.while_loop(lambda j, a: j < 3, outer_body, [0, x], name="nested")
+    mm = tf.map_fn(lambda r: tf.map_fn(lambda q: q * q * w[0], r), tf.stack([x, x * 2.0]))
+    loss = tf.add_n([tf.reduce_sum(c * c), tf.reduce_sum(nested), tf.reduce_sum(mm)], name="loss")
+    grads = [g.name for g in tf.gradients(loss, [x, w])]
+    for flag in (True, False):
+        feeds = {"x:0": np.float32([0.5, 1.0, 2.0]), "p:0": np.bool_(flag)}
+        _check(tmp_path, {"steps": [[c.name, nested.name, mm.name, "loss:0"] + grads]}, feeds)
+
+
 def test_batch_norm_with_a_tensor_training_flag_updates_and_trains(tmp_path):
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     training = tf.placeholder(tf.bool, [], name="training")

@@ -471,3 +471,27 @@ def test_tf_s_own_functional_cond_and_while_import_into_dtf(tmp_path):
             got = sess.run(want["names"], {"x:0": xv})
             for g, w in zip(got, values):
                 np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_a_frozen_graph_with_control_flow_serves_in_tf(tmp_path):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.get_variable("w", [3, 3], initializer=tf.random_normal_initializer(stddev=0.5, seed=4))
+    h = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
+                      [tf.constant(0), x])[1]
+    out = tf.cond(tf.reduce_sum(h) > 0, lambda: h * 2.0, lambda: -h, name="out")
+    feed = np.random.RandomState(2).randn(2, 3).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        frozen = tf.graph_util.convert_variables_to_constants(
+            sess, tf.get_default_graph().as_graph_def(), ["out"])
+        want = sess.run(out, {x: feed})
+    path = str(tmp_path / "frozen.pb")
+    tf.train.write_graph(frozen, str(tmp_path), "frozen.pb", as_text=False)
+    np.save(str(tmp_path / "feed.npy"), feed)
+    got = json.loads(run_tf("""
+        gd = tf.GraphDef.FromString(open(sys.argv[1], "rb").read())
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as sess:
+            print(json.dumps(sess.run("out:0", {"x:0": np.load(sys.argv[2])}).tolist()))
+        """, path, str(tmp_path / "feed.npy")))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -100,6 +100,7 @@ class FunctionLibrary:
         # State exporters share across one export, a graph and every body in it (e.g.
         # what a gradient op in one body needs its forward op in another to output).
         self.memo: dict = {}
+        self._reserved: set = set()  # names handed out by unique_name
         for f in functions:
             self.add(f)
 
@@ -135,9 +136,9 @@ class FunctionLibrary:
         if not base[0].isalpha():
             base = "f_" + base
         name, k = base, 1
-        while name in self._functions or name in getattr(self, "_reserved", ()):
+        while name in self._functions or name in self._reserved:
             name, k = f"{base}_{k}", k + 1
-        self.__dict__.setdefault("_reserved", set()).add(name)
+        self._reserved.add(name)
         return name
 
     def __contains__(self, name):

@@ -262,7 +262,14 @@ def graph_def(graph, skip_unencodable=False, add_shapes=False) -> pb.GraphDef:
     gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
     ops = graph.get_operations()
     if any(has_exporter(op.type) for op in ops):
-        return _graph_def_with_functions(gd, ops, skip_unencodable, add_shapes)
+        try:
+            return _graph_def_with_functions(gd, ops, skip_unencodable, add_shapes)
+        except TypeError:
+            if not skip_unencodable:
+                raise
+            # a picture of the graph (TensorBoard's) still shows what has no TF form:
+            # its nodes as dtf has them, without the attrs that cannot be written
+            gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
     for op in ops:
         node = node_def(op, skip_unencodable)
         if add_shapes:

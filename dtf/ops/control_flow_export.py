@@ -18,6 +18,12 @@ an exported graph says with tensors what the record said, as TF's control flow v
   run them with no new op type and no variant tensors (the copy per iteration in the
   forward loop is the price).
 
+A gradient op in a gradient body reads a nested op's record through a history argument:
+one scan over the graph and all its bodies (``_scan``) says what every forward op must
+output, and a nested op's record stands for what it outputs for its own gradient (an If's
+values right after its outputs, a While's captures, counter and accumulators), which the op
+around it outputs or accumulates like any other value.
+
 Loop-invariant captures become loop variables the body passes through (TF's While has no
 captures). A body that assigns to a variable it captured cannot be exported: TF's
 functions take values, not reference-typed variables.
@@ -156,10 +162,32 @@ def _parts(memo, name):
     dtype = _dtypes.as_dtype(d["output_dtypes"][idx])
     if dtype != _dtypes.control_flow_record:
         return [(name, dtype)]
-    if d["op"] != "If":
-        raise TypeError(f"the gradient of the {d['op']} '{op}' nested in a tf.cond or "
-                        "tf.while_loop body cannot be exported yet")
-    return [(f"{op}:{idx + j}", t) for j, (_, t) in enumerate(_need_parts(memo, op))]
+    if d["op"] == "While":
+        types = _while_record_dtypes(memo, d)
+    elif d["op"] == "If":
+        types = [t for _, t in _need_parts(memo, op)]
+    else:
+        raise TypeError(f"the gradient reads the run record of {d['op']} '{op}', which "
+                        "has no exported form")
+    return [(f"{op}:{idx + j}", t) for j, t in enumerate(types)]
+
+
+def _while_record_dtypes(memo, d):
+    """What stands for a While's record, its outputs from the record's index on: the
+    captures it passes through, its iteration counter, then each value's accumulators."""
+    data = _data_and_controls(d)[0]
+    out = [_memo_dtype(memo, t) for t in data[d["attr"]["n_vars"]:]] + [_INT32]
+    for _, t in _need_parts(memo, d["name"]):
+        out += [t, _INT32]
+    return out
+
+
+def _memo_dtype(memo, tensor):
+    op, idx = _split(tensor)
+    exported = memo.get("part_dtypes", {}).get(op)
+    if exported is not None:
+        return _dtypes.as_dtype(exported[idx])
+    return _dtypes.as_dtype(memo["nodes"][op]["output_dtypes"][idx])
 
 
 def _is_record(memo, name):
@@ -404,7 +432,6 @@ def export_while(d, ctx):
     if "_class" in attrs:
         new_attrs["_class"] = attrs["_class"]
     _set_dtypes(ctx, name, all_dtypes)
-    memo.setdefault("while_layout", {})[name] = m
     return pre.nodes + [dict(d, input=data + extra_in + controls, attr=new_attrs,
                              output_dtypes=[t.name for t in all_dtypes])]
 
@@ -414,14 +441,19 @@ def export_while_grad(d, ctx):
     attrs = d["attr"]
     data, controls = _data_and_controls(d)
     memo = _memo(ctx)
-    fwd = _split(data[0])[0]
-    if fwd in memo["record_parts"] or fwd not in memo.get("while_layout", {}):
-        raise TypeError("the gradient of a While nested in a tf.cond or tf.while_loop body "
-                        "cannot be exported yet")
-    m = memo["while_layout"][fwd]
+    rec_op = _split(data[0])[0]
+    if rec_op in memo["record_parts"]:  # a loop nested in a body: its record's parts
+        parts, fwd = memo["record_parts"][rec_op]
+    else:
+        fwd = rec_op
+        n_fwd = memo["nodes"][fwd]["attr"]["n_vars"]
+        parts = [f"{fwd}:{n_fwd + j}" for j in range(len(_while_record_dtypes(memo, memo["nodes"][fwd])))]
+    fwd_node = memo["nodes"][fwd]
+    n_fwd = fwd_node["attr"]["n_vars"]
+    n_caps = len(_data_and_controls(fwd_node)[0]) - n_fwd
+    captured, counter, stacks = parts[:n_caps], parts[n_caps], parts[n_caps + 1:]
     needs = _need_parts(memo, fwd)
     layout, _ = _history_layout(memo, fwd)
-    fwd_inputs = _data_and_controls(memo["nodes"][fwd])[0]
     nf = attrs["n_grads"]
     grads_in, outer = data[1:1 + nf], data[1 + nf:]
     body = attrs["body"]
@@ -431,12 +463,11 @@ def export_while_grad(d, ctx):
     tout = [_dtypes.as_dtype(t) for t in attrs["Tout"]]
     nc = len(tout) - nf
     pre = _Builder(f"{name}/export", device, ctx)
-    sums = [pre.op("ZerosLike", f"zeros_{c}", [fwd_inputs[k]], {"T": tout[nf + c]}, [tout[nf + c]])[0]
+    sums = [pre.op("ZerosLike", f"zeros_{c}", [captured[k - n_fwd]], {"T": tout[nf + c]}, [tout[nf + c]])[0]
             for c, k in enumerate(attrs["cap_inputs"])]
-    counter = f"{fwd}:{m}"
     accs = []
     for k, (_, dt) in enumerate(needs):
-        values, shapes = f"{fwd}:{m + 1 + 2 * k}", f"{fwd}:{m + 2 + 2 * k}"
+        values, shapes = stacks[2 * k], stacks[2 * k + 1]
         off = pre.op("Size", f"values_size_{k}", [values], {"T": dt, "out_type": _INT32}, [_INT32])[0]
         soff = pre.op("Size", f"shapes_size_{k}", [shapes], {"T": _INT32, "out_type": _INT32}, [_INT32])[0]
         accs += [values, shapes, off, soff]
@@ -476,6 +507,7 @@ def export_while_grad(d, ctx):
                                            _vec(b, f"values_size_{k}", size, one_dim)],
                     {"T": dt, "Index": _INT32}, [dt])[0]
         popped.append(b.op("Reshape", f"value_{k}", [flat, shape], {"T": dt, "Tshape": _INT32}, [dt])[0])
+        memo.setdefault("part_dtypes", {})[_split(popped[-1])[0]] = [dt.name]
         acc_out += [values, shapes, off_next, soff_next]
     replaced, drop = {}, set()
     for ph, source, key, _ in body["args"]:  # a recorded value: the popped one

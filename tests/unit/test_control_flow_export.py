@@ -106,6 +106,26 @@ def test_cond_case_and_while_with_gradients_round_trip():
     assert called <= {f.signature.name for f in gd.library.function}
 
 
+def test_gradients_of_loops_nested_in_a_cond_and_a_loop_round_trip():
+    x = tf.placeholder(tf.float32, [3], name="x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    w = tf.constant([0.5, -1.0, 2.0])
+
+    def loop(a):
+        return tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.sin(a * w) + x), [0, a])[1]
+
+    c = tf.cond(p, lambda: loop(x * 2.0), lambda: x * x)
+
+    def outer_body(j, a):
+        inner = tf.while_loop(lambda i, b: i < 2, lambda i, b: (i + 1, tf.tanh(b * a + w)), [0, a])[1]
+        return j + 1, inner * 0.5 + x
+
+    _, nested = tf.while_loop(lambda j, a: j < 3, outer_body, [0, x])
+    gx = tf.gradients(tf.reduce_sum(c * c) + tf.reduce_sum(nested), x)[0]
+    _round_trip([c, nested, gx], [{"x:0": [0.5, 1.0, 2.0], "p:0": True},
+                                  {"x:0": [0.5, 1.0, 2.0], "p:0": False}], init=False)
+
+
 def test_a_loop_that_never_runs_gives_zero_gradients_after_import():
     x = tf.placeholder(tf.float32, [2], name="x")
     n = tf.placeholder(tf.int32, [], name="n")
@@ -195,8 +215,13 @@ def test_a_loop_body_that_assigns_a_variable_says_it_cannot_export():
             return i + 1
 
     tf.while_loop(lambda i: i < 3, body, [tf.constant(0)])
-    with pytest.raises(TypeError, match="updates the captured variable"):
+    with pytest.raises(TypeError, match="^While 'while': its body updates the captured variable"):
         tf.get_default_graph().as_graph_def()
+    # a picture of the graph (TensorBoard's) still shows it, without the bodies
+    from dtf.framework.graph_io import graph_def
+
+    picture = graph_def(tf.get_default_graph(), skip_unencodable=True)
+    assert "While" in {n.op for n in picture.node} and not picture.library.function
 
 
 def test_tensor_arrays_in_loops_round_trip_through_dtf():

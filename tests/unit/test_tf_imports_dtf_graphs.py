@@ -256,6 +256,29 @@ def test_while_loop_gradients_train_a_recurrence_as_in_dtf(tmp_path):
     _check(tmp_path, {"steps": [["loss:0"] + grads]}, feeds)
 
 
+def test_gradients_of_loops_nested_in_conds_and_loops(tmp_path):
+    x = tf.placeholder(tf.float32, [3], name="x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    w = tf.get_variable("w", [3], initializer=tf.constant_initializer([0.5, -1.0, 2.0]))
+
+    def loop(a):
+        return tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.sin(a * w) + x), [0, a])[1]
+
+    c = tf.cond(p, lambda: loop(x * 2.0), lambda: x * w)
+
+    def outer_body(j, a):
+        inner = tf.while_loop(lambda i, b: i < 2, lambda i, b: (i + 1, tf.tanh(b * a + w)), [0, a])[1]
+        return j + 1, inner * 0.5 + x
+
+    _, nested = tf.while_loop(lambda j, a: j < 3, outer_body, [0, x], name="nested")
+    mm = tf.map_fn(lambda r: tf.map_fn(lambda q: q * q * w[0], r), tf.stack([x, x * 2.0]))
+    loss = tf.add_n([tf.reduce_sum(c * c), tf.reduce_sum(nested), tf.reduce_sum(mm)], name="loss")
+    grads = [g.name for g in tf.gradients(loss, [x, w])]
+    for flag in (True, False):
+        feeds = {"x:0": np.float32([0.5, 1.0, 2.0]), "p:0": np.bool_(flag)}
+        _check(tmp_path, {"steps": [[c.name, nested.name, mm.name, "loss:0"] + grads]}, feeds)
+
+
 def test_batch_norm_with_a_tensor_training_flag_updates_and_trains(tmp_path):
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     training = tf.placeholder(tf.bool, [], name="training")
@@ -499,3 +522,52 @@ def test_the_output_argument_table_is_what_tf_s_op_registry_gives():
     r = subprocess.run([tf_python(), str(root / "scripts" / "op_output_args.py"), "--check"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_tf_s_own_functional_cond_and_while_import_into_dtf(tmp_path):
+    """The other way: TF's control flow v2 (StatelessIf/StatelessWhile over its own
+    FunctionDefs) imports into dtf and computes TF's values."""
+    path = str(tmp_path / "tf_v2.pb")
+    want = json.loads(run_tf("""
+        tf.enable_control_flow_v2()
+        x = tf.placeholder(tf.float32, [3], name="x")
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: tf.sin(x), name="c")
+        _, z = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a * 0.5 + x), [0, x],
+                             name="w")
+        open(sys.argv[1], "wb").write(tf.get_default_graph().as_graph_def().SerializeToString())
+        with tf.Session() as sess:
+            out = [sess.run([y, z], {x: v}) for v in ([1.0, 2.0, 3.0], [-1.0, -2.0, 0.5])]
+        print(json.dumps({"names": [y.name, z.name],
+                          "values": [[a.tolist() for a in o] for o in out]}))
+        """, path))
+    gd = tf.GraphDef.FromString(open(path, "rb").read())
+    tf.import_graph_def(gd, name="")
+    with tf.Session() as sess:
+        for xv, values in zip(([1.0, 2.0, 3.0], [-1.0, -2.0, 0.5]), want["values"]):
+            got = sess.run(want["names"], {"x:0": xv})
+            for g, w in zip(got, values):
+                np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_a_frozen_graph_with_control_flow_serves_in_tf(tmp_path):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.get_variable("w", [3, 3], initializer=tf.random_normal_initializer(stddev=0.5, seed=4))
+    h = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
+                      [tf.constant(0), x])[1]
+    out = tf.cond(tf.reduce_sum(h) > 0, lambda: h * 2.0, lambda: -h, name="out")
+    feed = np.random.RandomState(2).randn(2, 3).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        frozen = tf.graph_util.convert_variables_to_constants(
+            sess, tf.get_default_graph().as_graph_def(), ["out"])
+        want = sess.run(out, {x: feed})
+    path = str(tmp_path / "frozen.pb")
+    tf.train.write_graph(frozen, str(tmp_path), "frozen.pb", as_text=False)
+    np.save(str(tmp_path / "feed.npy"), feed)
+    got = json.loads(run_tf("""
+        gd = tf.GraphDef.FromString(open(sys.argv[1], "rb").read())
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as sess:
+            print(json.dumps(sess.run("out:0", {"x:0": np.load(sys.argv[2])}).tolist()))
+        """, path, str(tmp_path / "feed.npy")))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -121,6 +121,10 @@ def _static_int(value):
 class Dataset:
     """A sequence of elements, each a structure of tensors (TF1's DatasetV1)."""
 
+    # TF's graphs hold a dataset as a variant tensor; import_graph_def may map one to a
+    # Dataset (dtf/data/graph_import.py reads it)
+    _folded_graph_value = True
+
     def __init__(self, kind, element, inputs=(), tensors=None, attrs=None, functions=None):
         self._kind = kind
         self._element = element  # structure of Component
@@ -128,6 +132,8 @@ class Dataset:
         self._tensors = dict(tensors or {})
         self._attrs = dict(attrs or {})
         self._functions = dict(functions or {})
+        # the name scope TF would have created this dataset's op in (its GraphDef export)
+        self._scope = _ops.get_default_graph().get_name_scope()
 
     # -- structure -----------------------------------------------------------------
     @property
@@ -152,6 +158,9 @@ class Dataset:
     def _spec(self, captures: Captures) -> dict:
         spec = {"kind": self._kind, **self._attrs,
                 "types": [c.dtype for c in nest.flatten(self._element)],
+                "shapes": [c.shape.as_list() if c.shape.ndims is not None else None
+                           for c in nest.flatten(self._element)],
+                "scope": self._scope,
                 "inputs": [d._spec(captures) for d in self._inputs],
                 "tensors": {k: captures.index(t) for k, t in self._tensors.items()}}
         functions = {}

@@ -94,11 +94,15 @@ class Iterator:
             if not mine.shape.is_compatible_with(theirs.shape):
                 raise TypeError(f"Expected output shapes compatible with {self.output_shapes} but "
                                 f"got dataset with output shapes {dataset.output_shapes}.")
+        with _ops.name_scope(name, "make_initializer") as scope:
+            # TF names the op after the scope ("make_initializer")
+            return self._make_iterator(dataset, scope)
+
+    def _make_iterator(self, dataset, name):
         captures = Captures()
         spec = dataset._spec(captures)
-        with _ops.name_scope(name, "make_initializer"):
-            return _ops.make_op("MakeIterator", [self._iterator_resource] + captures.tensors,
-                                {"dataset": spec}, name="MakeIterator")
+        return _ops.make_op("MakeIterator", [self._iterator_resource] + captures.tensors,
+                            {"dataset": spec}, name=name)
 
     def get_next(self, name=None):
         """The next element (a structure of tensors); OutOfRangeError at the end."""
@@ -114,8 +118,9 @@ class Iterator:
 
 def make_initializable_iterator(dataset, shared_name=None):
     """An iterator plus the op that initializes it on ``dataset``."""
+    _refuse_nested(dataset, "An iterator")
     it = Iterator.from_structure(dataset.output_types, dataset.output_shapes, shared_name)
-    it._initializer = it.make_initializer(dataset)
+    it._initializer = it._make_iterator(dataset, "MakeIterator")
     return it
 
 
@@ -125,15 +130,19 @@ def make_one_shot_iterator(dataset):
     stateful resources (variables, queues, tables)."""
     if not isinstance(dataset, Dataset):
         raise TypeError(f"make_one_shot_iterator expects a Dataset, got {type(dataset).__name__}")
+    handle = _ops.make_tensor("OneShotIterator", [], one_shot_attrs(dataset), name="OneShotIterator")
+    return Iterator(handle, None, dataset._element)
+
+
+def one_shot_attrs(dataset) -> dict:
+    """A OneShotIterator's attrs: the dataset's spec and the function computing its captures."""
     _refuse_nested(dataset, "An iterator")
     captures = Captures()
     spec = dataset._spec(captures)
     capture_fn = {"nodes": _subgraph(captures.tensors), "inputs": [], "capture_inputs": [],
                   "captures": [], "outputs": [t.name for t in captures.tensors]}
-    handle = _ops.make_tensor("OneShotIterator", [], {
-        "dataset": spec, "capture_fn": capture_fn, "container": "", "shared_name": "",
-        **_structure_attrs(dataset._element)}, name="OneShotIterator")
-    return Iterator(handle, None, dataset._element)
+    return {"dataset": spec, "capture_fn": capture_fn, "container": "", "shared_name": "",
+            **_structure_attrs(dataset._element)}
 
 
 def _subgraph(tensors) -> list:

@@ -421,6 +421,9 @@ class Shuffle:
         if self.size <= 0:
             raise _invalid(f"buffer_size must be greater than zero, got {self.size}")
         seeds = (spec["seed"], spec["seed2"])
+        if "seed" in spec["tensors"]:  # from a TF graph, where they are tensors
+            seeds = (b.scalar(spec, "seed"), b.scalar(spec, "seed2"))
+            seeds = (None, None) if seeds == (0, 0) else seeds
         self.seeds = None if seeds == (None, None) else [s or 0 for s in seeds]
         self.reshuffle = spec["reshuffle"]
         self.epochs = np.random.default_rng(self.seeds)  # one seed per pass when reshuffling

@@ -83,6 +83,26 @@ def shape_value(proto: pb.TensorShapeProto):
 
 
 # -- attrs -------------------------------------------------------------------------------------
+class FuncRef:
+    """The value of a ``func`` attr: the name of a function in the GraphDef's library (and
+    the attrs it is instantiated with), as If's ``then_branch`` or While's ``body`` hold."""
+
+    __slots__ = ("name", "attrs")
+
+    def __init__(self, name: str, attrs=None):
+        self.name = name
+        self.attrs = dict(attrs or {})
+
+    def __eq__(self, other):
+        return isinstance(other, FuncRef) and (self.name, self.attrs) == (other.name, other.attrs)
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"FuncRef({self.name!r})"
+
+
 def _dims(value):
     if value is None:
         return None
@@ -111,11 +131,14 @@ def attr_value(name: str, value) -> pb.AttrValue:
         return pb.AttrValue(tensor=make_tensor_proto(value))
     if isinstance(value, (list, tuple)):
         return pb.AttrValue(list=_list_value(name, list(value)))
+    if isinstance(value, FuncRef):
+        return pb.AttrValue(func=pb.NameAttrList(
+            name=value.name, attr={k: attr_value(k, v) for k, v in value.attrs.items()}))
     if isinstance(value, dict) and "nodes" in value:
-        # dtf's functional control flow (If/While and their gradients) keeps its branch and
-        # loop bodies as dtf function graphs, with a history output TF's ops lack.
-        raise TypeError(f"attr {name!r}: a dtf function body has no GraphDef encoding "
-                        "(graphs with tf.cond/tf.while_loop do not export yet)")
+        # A body dtf keeps as plain data: its op's exporter (dtf/framework/node_export.py)
+        # writes it as a FunctionDef; an op with none cannot be exported.
+        raise TypeError(f"attr {name!r}: a dtf function body, and no exporter writes this op's "
+                        "bodies as FunctionDefs")
     text = repr(value)
     text = text if len(text) <= 200 else text[:200] + "..."
     raise TypeError(f"attr {name!r}: no GraphDef encoding for a {type(value).__name__} ({text})")
@@ -165,6 +188,8 @@ def attr_python(value: pb.AttrValue):
         return _text(value.s)
     if kind in ("i", "f", "b"):
         return getattr(value, kind)
+    if kind == "func":
+        return FuncRef(value.func.name, {k: attr_python(v) for k, v in value.func.attr.items()})
     if kind == "list":
         lv = value.list
         if lv.type:
@@ -198,28 +223,79 @@ def node_def(op, skip_unencodable=False) -> pb.NodeDef:
     """The NodeDef proto of a dtf Operation. An attr with no AttrValue form (a Python
     object some dtf op keeps) is a TypeError naming the op, or left out with
     ``skip_unencodable`` (for a picture of the graph, as TensorBoard's)."""
-    node = pb.NodeDef(name=op.name, op=op.type, device=op.device,
-                      input=[input_name(t) for t in op.inputs]
-                      + [f"^{c.name}" for c in op.control_inputs])
-    dtf_only = _DTF_ONLY_ATTRS.get(op.type, ())
-    for name, value in op.attrs.items():
+    return encode_node_def({"name": op.name, "op": op.type, "device": op.device, "attr": op.attrs},
+                           [input_name(t) for t in op.inputs]
+                           + [f"^{c.name}" for c in op.control_inputs], skip_unencodable)
+
+
+def encode_node_def(d: dict, inputs, skip_unencodable=False, in_function=False) -> pb.NodeDef:
+    """The NodeDef proto of a node dict (graph_def.NodeDef.to_dict form) with ``inputs``
+    already spelled as the GraphDef or FunctionDef wants them. Inside a function,
+    colocation attrs are left out: they name nodes of the graph around it."""
+    node = pb.NodeDef(name=d["name"], op=d["op"], device=d.get("device") or "", input=inputs)
+    dtf_only = _DTF_ONLY_ATTRS.get(d["op"], ())
+    for name, value in d["attr"].items():
         if (value is None and name not in _SHAPE_ATTRS) or name in dtf_only:
+            continue
+        if in_function and name == "_class":
             continue
         try:
             node.attr[name] = attr_value(name, value)
         except (TypeError, ValueError) as e:
             if not skip_unencodable:
-                raise TypeError(f"op {op.name!r} ({op.type}): {e}") from None
+                raise TypeError(f"op {d['name']!r} ({d['op']}): {e}") from None
     return node
 
 
+def _graph_input_name(name: str) -> str:
+    """A node dict's "x:0" as a GraphDef input ("x")."""
+    return name[:-2] if name.endswith(":0") and not name.startswith("^") else name
+
+
 def graph_def(graph, skip_unencodable=False, add_shapes=False) -> pb.GraphDef:
-    """The GraphDef proto of a dtf Graph, ops in creation order (a topological order)."""
+    """The GraphDef proto of a dtf Graph, ops in creation order (a topological order).
+    Ops that hold function bodies (tf.cond's If, tf.while_loop's While and its gradient)
+    are written as TF's functional ops by their exporters (dtf/framework/node_export.py),
+    their bodies as FunctionDefs in the GraphDef's ``library``."""
+    from .node_export import has_exporter
+
     gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
-    for op in graph.get_operations():
+    ops = graph.get_operations()
+    if any(has_exporter(op.type) for op in ops):
+        try:
+            return _graph_def_with_functions(gd, ops, skip_unencodable, add_shapes)
+        except TypeError:
+            if not skip_unencodable:
+                raise
+            # a picture of the graph (TensorBoard's) still shows what has no TF form:
+            # its nodes as dtf has them, without the attrs that cannot be written
+            gd = pb.GraphDef(versions=pb.VersionDef(producer=GRAPH_DEF_PRODUCER))
+    for op in ops:
         node = node_def(op, skip_unencodable)
         if add_shapes:
-            node.attr["_output_shapes"] = pb.AttrValue(list=pb.ListValue(
-                shape=[shape_proto(_dims(t.shape)) for t in op.outputs]))
+            _add_shapes(node, op)
         gd.node.append(node)
+    return gd
+
+
+def _add_shapes(node, op):
+    node.attr["_output_shapes"] = pb.AttrValue(list=pb.ListValue(
+        shape=[shape_proto(_dims(t.shape)) for t in op.outputs]))
+
+
+def _graph_def_with_functions(gd, ops, skip_unencodable, add_shapes):
+    from .function_def import FunctionLibrary
+    from .graph_def import node_def_of
+    from .node_export import export_nodes
+
+    library = FunctionLibrary()
+    by_name = {op.name: op for op in ops}
+    for d in export_nodes([node_def_of(op).to_dict() for op in ops], library):
+        node = encode_node_def(d, [_graph_input_name(i) for i in d["input"]], skip_unencodable)
+        op = by_name.get(d["name"])
+        if add_shapes and op is not None and len(op.outputs) == len(d["output_dtypes"]):
+            _add_shapes(node, op)
+        gd.node.append(node)
+    if len(library):
+        gd.library.CopyFrom(library.proto())
     return gd

@@ -23,9 +23,15 @@ DATATYPE_NAMES = {f"DT_{_TF_TYPE_NAMES.get(k, k.upper())}{ref}": v + off
                   for k, v in DATATYPE_ENUM.items() for ref, off in (("", 0), ("_REF", _REF_OFFSET))}
 
 
+# dtf DTypes TF spells as another type: a window of Dataset.window is a nested dataset,
+# which is a variant tensor in TF's graphs
+_WRITTEN_AS = {"dataset_window": "variant"}
+
+
 def datatype_enum(dtype) -> int:
     """TF's DataType number of a dtf DType (or dtype name)."""
     name = getattr(dtype, "name", dtype)
+    name = _WRITTEN_AS.get(name, name)
     try:
         return DATATYPE_ENUM[name]
     except KeyError:
@@ -126,8 +132,47 @@ class VersionDef(Message):
                      Field(3, "bad_consumers", "int32", repeated=True, packed=True))
 
 
+class ArgDef(Message):
+    """One input or output argument of a function's signature (OpDef.ArgDef)."""
+    FIELDS = _fields((1, "name", "string"), (2, "description", "string"),
+                     Field(3, "type", "enum", enum_names=DATATYPE_NAMES), (4, "type_attr", "string"),
+                     (5, "number_attr", "string"), (6, "type_list_attr", "string"),
+                     (16, "is_ref", "bool"))
+
+
+class OpDef(Message):
+    """A function's signature (tensorflow/core/framework/op_def.proto; the attr, deprecation
+    and full-type fields are skipped: a function's signature has none)."""
+    ArgDef = ArgDef
+    FIELDS = _fields((1, "name", "string"), Field(2, "input_arg", "message", ArgDef, repeated=True),
+                     Field(3, "output_arg", "message", ArgDef, repeated=True),
+                     Field(20, "control_output", "string", repeated=True),
+                     (5, "summary", "string"), (6, "description", "string"),
+                     (17, "is_stateful", "bool"))
+
+
+class StringEntry(Message):
+    FIELDS = _fields((1, "key", "string"), (2, "value", "string"))
+
+
+class FunctionDef(Message):
+    """A graph function (tensorflow/core/framework/function.proto): a signature, its nodes
+    (inputs spelled ``arg`` or ``node:output_arg:index``) and which tensor each output
+    (``ret``) and control output (``control_ret``) is."""
+    FIELDS = _fields((1, "signature", "message", OpDef),
+                     Field(3, "node_def", "message", NodeDef, repeated=True),
+                     Field(4, "ret", "map", StringEntry), Field(5, "attr", "map", AttrEntry),
+                     Field(6, "control_ret", "map", StringEntry))
+
+
+class GradientDef(Message):
+    FIELDS = _fields((1, "function_name", "string"), (2, "gradient_func", "string"))
+
+
 class FunctionDefLibrary(Message):
-    """Graph functions: dtf has none (TF writes an empty ``library {}``); content is skipped."""
+    """The functions a GraphDef's nodes name in their ``func`` attrs (control-flow bodies)."""
+    FIELDS = _fields(Field(1, "function", "message", FunctionDef, repeated=True),
+                     Field(2, "gradient", "message", GradientDef, repeated=True))
 
 
 class GraphDef(Message):
@@ -203,5 +248,6 @@ class MetaGraphDef(Message):
                      Field(4, "collection_def", "map", CollectionEntry))
 
 
-__all__ = ["AttrValue", "CollectionDef", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef",
-           "SaverDef", "TensorProto", "TensorShapeProto", "VariableDef", "VersionDef"]
+__all__ = ["AttrValue", "CollectionDef", "FunctionDef", "FunctionDefLibrary", "GraphDef",
+           "MetaGraphDef", "NameAttrList", "NodeDef", "OpDef", "SaverDef", "TensorProto",
+           "TensorShapeProto", "VariableDef", "VersionDef"]

@@ -37,7 +37,15 @@ def extract_sub_graph(graph_def, dest_nodes):
         stack.extend(_node_name(i) for i in by_name[name].input)
     out = pb.GraphDef(versions=graph_def.versions)
     out.node.extend(copy.deepcopy(n) for n in graph_def.node if n.name in keep)
+    _copy_library(graph_def, out)
     return out
+
+
+def _copy_library(src, dst):
+    """The functions control-flow nodes name travel with them (all of them: a function
+    only names others, never a node of the graph)."""
+    if src.library.function:
+        dst.library.CopyFrom(copy.deepcopy(src.library))
 
 
 def convert_variables_to_constants(sess, input_graph_def, output_node_names,
@@ -50,6 +58,7 @@ def convert_variables_to_constants(sess, input_graph_def, output_node_names,
                  and (variable_names_blacklist is None or n.name not in variable_names_blacklist)]
     values = dict(zip(variables, sess.run([f"{v}:0" for v in variables]))) if variables else {}
     out = pb.GraphDef(versions=inference.versions)
+    _copy_library(inference, out)
     for node in inference.node:
         if node.name in values:
             const = out.node.add(name=node.name, op="Const")

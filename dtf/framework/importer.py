@@ -19,8 +19,16 @@ _IGNORED_ATTRS = frozenset({"_output_shapes", "_user_specified_name", "_has_manu
                             "explicit_paddings", "Truncate", "_XlaCompile", "_XlaScope"})
 
 
-# TF op types dtf spells differently but computes the same way
-_OP_TYPE_ALIASES = {"AddV2": "Add"}
+# TF op types dtf spells differently but computes the same way (dtf's If/While run any
+# body; TF's Stateless* forms only promise TF's optimizer the bodies have no side effects)
+_OP_TYPE_ALIASES = {"AddV2": "Add", "StatelessIf": "If", "StatelessWhile": "While"}
+
+# dtf op type -> "module:function(graph, node, inputs, attrs, library) -> attrs": ops whose
+# attrs name functions of the GraphDef's library, turned into the bodies dtf's op keeps
+_FUNCTION_ATTR_IMPORTERS = {
+    "If": "dtf.ops.control_flow_import:if_attrs",
+    "While": "dtf.ops.control_flow_import:while_attrs",
+}
 
 
 def _attr_fixups_cast(attrs):
@@ -61,8 +69,21 @@ def _expand_concat_offset(node, inputs, attrs):
     return offsets
 
 
-# TF op types dtf has no kernel for but builds from ops it has: node -> its output tensors
-_EXPANSIONS = {"ShapeN": _expand_shape_n, "ConcatOffset": _expand_concat_offset}
+def _expand_initialized_value(which):
+    def expand(node, inputs, attrs):
+        from dtf.ops import value_or_initial_io
+
+        return getattr(value_or_initial_io, which)(node, inputs, attrs)
+
+    return expand
+
+
+# TF op types dtf has no kernel for but builds from ops it has: node -> its output tensors.
+# Switch/RefSwitch/Merge only in the shape of initialized_value()'s cond.
+_EXPANSIONS = {"ShapeN": _expand_shape_n, "ConcatOffset": _expand_concat_offset,
+               "Switch": _expand_initialized_value("expand_switch"),
+               "RefSwitch": _expand_initialized_value("expand_switch"),
+               "Merge": _expand_initialized_value("expand_merge")}
 
 
 def _expand(graph, node, inputs, controls, scope):
@@ -146,6 +167,10 @@ def _normalized_input_map(graph, input_map):
         src, idx = _split_input(key)
         if idx is None:
             out[("^", src)] = graph.as_graph_element(value, allow_tensor=False, allow_operation=True)
+        elif getattr(value, "_folded_graph_value", False):
+            # a value a GraphDef holds as a variant that dtf keeps as a Python object (a
+            # Dataset): only the importers that fold such nodes read it
+            out[(src, idx)] = value
         else:
             out[(src, idx)] = _ops.convert_to_tensor(value)
     return out
@@ -184,12 +209,13 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     mapped = _normalized_input_map(graph, input_map)
     unused = set(mapped)
     created = {}
+    library = None
+    if graph_def.library.function:
+        from .function_def import FunctionLibrary
+
+        library = FunctionLibrary.from_proto(graph_def.library)
     with graph.name_scope(None if name == "" else (name or "import")) as scope:
         for node in _topological(list(graph_def.node)):
-            op_type = _OP_TYPE_ALIASES.get(node.op, node.op)
-            if not op_registry.has_op(op_type) and node.op not in _EXPANSIONS:
-                raise ValueError(f"import_graph_def: node {node.name!r} has op type {node.op!r}, "
-                                 "which dtf does not have")
             inputs, controls = [], []
             for inp in node.input:
                 src, idx = _split_input(inp)
@@ -209,25 +235,60 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                                      f"{src!r} has only {len(op.outputs)} outputs")
                 else:
                     inputs.append(op.outputs[idx])
-            try:
-                if node.op in _EXPANSIONS:
-                    created[node.name] = _expand(graph, node, inputs, controls, scope)
-                    continue
-                op = graph.create_op(op_type, inputs, name=node.name,
-                                     attrs=_node_attrs(node, scope))
-            except (TypeError, KeyError, ValueError) as e:
-                raise ValueError(f"import_graph_def: node {node.name!r} ({node.op}): {e}") from e
-            for c in controls:
-                op._add_control_input(c)
-            if node.device:
-                op._set_device(node.device)
-            created[node.name] = op
+            created[node.name] = create_node(graph, node, inputs, controls, scope, library)
     if unused:
         names = sorted(f"^{k[1]}" if k[0] == "^" else f"{k[0]}:{k[1]}" for k in unused)
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(names)}]")
     if return_elements is None:
         return None
     return [_return_element(created, r) for r in return_elements]
+
+
+def _dataset_import(op_type):
+    """The importer of a TF dataset or iterator node, which dtf folds into its datasets
+    (dtf/data/graph_import.py, loaded on first use), else None. It may return None for a
+    node it leaves to the usual import (an Identity of a tensor, not of a dataset)."""
+    from dtf.data.graph_import import IMPORTS
+
+    return IMPORTS.get(op_type)
+
+
+def create_node(graph, node, inputs, controls, scope, library=None, where="import_graph_def"):
+    """The dtf op (or _Expanded ops) of one NodeDef of a GraphDef or of a FunctionDef's body,
+    given its resolved inputs and control inputs."""
+    op_type = _OP_TYPE_ALIASES.get(node.op, node.op)
+    folded = _dataset_import(node.op)
+    if not op_registry.has_op(op_type) and node.op not in _EXPANSIONS and folded is None:
+        raise ValueError(f"{where}: node {node.name!r} has op type {node.op!r}, "
+                         "which dtf does not have")
+    try:
+        folded = folded and folded(node, inputs, controls, library)
+        if folded is not None:
+            return folded
+        if node.op in _EXPANSIONS:
+            return _expand(graph, node, inputs, controls, scope)
+        attrs = _node_attrs(node, scope)
+        if op_type in _FUNCTION_ATTR_IMPORTERS:
+            attrs = _function_attr_importer(op_type)(graph, node, inputs, attrs, library)
+        op = graph.create_op(op_type, inputs, name=node.name, attrs=attrs)
+    except (TypeError, KeyError, ValueError) as e:
+        raise ValueError(f"{where}: node {node.name!r} ({node.op}): {e}") from e
+    for c in controls:
+        op._add_control_input(c)
+    if node.device:
+        op._set_device(node.device)
+    return op
+
+
+def _function_attr_importer(op_type):
+    target = _FUNCTION_ATTR_IMPORTERS[op_type]
+    if isinstance(target, str):
+        import importlib
+
+        module, _, fn = target.partition(":")
+        target = getattr(importlib.import_module(module), fn)
+        _FUNCTION_ATTR_IMPORTERS[op_type] = target
+    return target
 
 
 def _return_element(created, name: str):

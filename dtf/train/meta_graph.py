@@ -95,8 +95,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     gd = graph_def if graph_def is not None else graph.as_graph_def(add_shapes=True)
     meta.graph_def.CopyFrom(gd)
     if clear_devices:
-        for node in meta.graph_def.node:
-            node.device = ""
+        _clear_devices(meta.graph_def)
     if saver_def is not None:
         meta.saver_def.CopyFrom(saver_def)
     keys = collection_list if collection_list is not None else graph.get_all_collection_keys()
@@ -115,6 +114,15 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
             os.makedirs(directory, exist_ok=True)
         atomic_write(filename, [to_text(meta).encode() if as_text else meta.SerializeToString()])
     return meta
+
+
+def _clear_devices(graph_def):
+    """No device on any node, the control-flow bodies' (library functions) included."""
+    for node in graph_def.node:
+        node.device = ""
+    for function in graph_def.library.function:
+        for node in function.node_def:
+            node.device = ""
 
 
 def _read_meta_graph(meta_graph_or_file):
@@ -184,8 +192,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     graph_def = meta.graph_def
     if clear_devices:
         graph_def = type(graph_def).FromString(graph_def.SerializeToString())
-        for node in graph_def.node:
-            node.device = ""
+        _clear_devices(graph_def)
     graph = _ops.get_default_graph()
     import_graph_def(graph_def, name=import_scope or "")
     variables = _restore_collections(meta, graph, import_scope)

@@ -57,6 +57,7 @@ ALLOWED = {
     ("dtf.framework.ops", "dtf.ops"): "Tensor operators and conversions build ops at call time",
     ("dtf.framework.indexed_slices", "dtf.ops"): "IndexedSlices' dense conversion builds ops",
     ("dtf.framework.importer", "dtf.ops"): "import_graph_def builds the ops of the imported graph",
+    ("dtf.framework.importer", "dtf.data.graph_import"): "TF's dataset nodes become dtf Datasets",
     ("dtf.framework.tensor_util", "dtf.ops.constant_op"): "make_tensor_proto converts as tf.constant does",
     # Tensor.eval() and Operation.run() use the default session, as in TF.
     ("dtf.framework.ops", "dtf.client"): "Tensor.eval/Operation.run use the default session",

@@ -188,7 +188,9 @@ def test_monitored_training_session_writes_graph_pbtxt_and_meta_graph_events(tmp
 
 
 def test_a_graph_without_a_proto_form_warns_once_and_checkpoints_stay_whole(tmp_path, caplog):
-    data = tf.data.Dataset.from_tensor_slices(np.arange(6, dtype=np.float32)).repeat()
+    # a Python generator cannot travel in a GraphDef
+    data = tf.data.Dataset.from_generator(lambda: iter(np.arange(6, dtype=np.float32)),
+                                          tf.float32, []).repeat()
     x = data.make_one_shot_iterator().get_next()
     v = tf.Variable(0.0, name="v")
     bump = tf.assign_add(v, x)

@@ -113,6 +113,8 @@ class Plan:
         self.blocking = blocking
         # Whether a server may run it on its I/O thread (decided by the worker once it ran).
         self.inline = False
+        # Whether a worker has run it (it gives free memory back after a plan's first run).
+        self.ran = False
         # The inter-op parallelism policy (dtf.runtime.parallel) while it may still pay off.
         self.inter_op = None
         # Partitions that receive tensors or may block run as dataflow (see _DataflowRun).
@@ -367,6 +369,18 @@ def _reading_variables(compute, positions):
     return run
 
 
+def _drop_unread_outputs(steps, fetch_slots):
+    """The steps, those whose outputs no step reads and no fetch names made to drop them
+    (Step ``keep``): the ops run for their effect alone (updates under a train op's
+    control edges) then hold no value, such as a whole table, until the step ends."""
+    read = set(fetch_slots)
+    for st in steps:
+        read.update(st.ins)
+    return [Step(st.compute, st.ins, st.out, st.nout, st.node, keep=False)
+            if st.nout and not any(st.out + k in read for k in range(st.nout)) else st
+            for st in steps]
+
+
 def _record_recv(stats, step, value):
     """A traced step lists its receives too (as TF's step stats do): their output shapes
     say how much each step moved between tasks."""
@@ -552,4 +566,5 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
     # Fusion gives its groups back as (compute, ins, out, nout, node) tuples.
     steps = [st if isinstance(st, Step) else Step(*st)
              for st in fusion.fuse(steps, feed_slots, fetch_slots, device_type)]
+    steps = _drop_unread_outputs(steps, fetch_slots)
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking)

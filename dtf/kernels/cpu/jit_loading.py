@@ -14,8 +14,8 @@ hindsight would), or at once when a kernel's stand-in takes ``SLOW_CALL_S`` for 
 time (large tensors, where the loops pay for themselves within a few hundred calls). Not
 at its first slow call: a variable's initializer runs once, on 6.4M elements for a
 50,000 x 128 table, and the loops loaded for it on a parameter server (which never ran
-another stand-in) cost that task about 150 MiB of Numba and LLVM for nothing. A small model's steps
-reach it late or never: the first 100 steps of the W5 MLP took 400-430 ms against ~110 ms
+another stand-in) cost that task about 150 MiB of Numba and LLVM for nothing. A small
+model's steps reach it late or never: the first 100 steps of the W5 MLP took 400-430 ms against ~110 ms
 for the next hundreds while its worker loaded the loops, which then save ~60 us per step
 (~5,000 steps to pay back; its stand-ins take ~80 us per step, so they load after ~6,000).
 ``DTF_PRELOAD_KERNELS=1`` makes a serving process load them up front instead.

@@ -6,7 +6,10 @@ tasks, 2 workers training asynchronously (between-graph). The same code runs on 
 
 Prints, per implementation, examples/s over the window from the first worker's start to
 the last one's end, and each ps task's resident memory (VmRSS) when idle and after
-training, next to the table bytes it holds. A worker: ``python -m bench.word2vec --worker
+training, next to the variable bytes it holds. The issue's goals, printed as ratios: dtf's
+examples/s at least 2x TensorFlow's, and each ps task's memory growth at most 1.2x the
+bytes of the variables placed on it, where growth is the task's VmRSS after training
+minus its VmRSS when idle (started, before any graph arrived). A worker: ``python -m bench.word2vec --worker
 --impl dtf|tf --cluster_spec=... --task_index=N --steps N`` (prints @@READY, waits for a
 line on stdin, trains, prints @@RESULT {json}).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -54,6 +58,7 @@ def worker(args):
     cluster = tf.train.ClusterSpec(parse_cluster(args.cluster_spec))
     server = tf.train.Server(cluster, job_name="worker", task_index=args.task_index)
     train_op, global_step, inputs, labels = build(tf, args.task_index, cluster)
+    ps_bytes = variable_bytes_per_ps(tf)
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{args.task_index}"])
     sess = async_session(tf, server, config, args.task_index == 0)
     rng = np.random.default_rng(args.task_index)
@@ -67,9 +72,19 @@ def worker(args):
         _, step = sess.run([train_op, global_step], {inputs: centers, labels: contexts})
         local_steps += 1
     end = time.time()
-    print("@@RESULT " + json.dumps({"start": start, "end": end, "local_steps": local_steps}),
-          flush=True)
+    print("@@RESULT " + json.dumps({"start": start, "end": end, "local_steps": local_steps,
+                                    "ps_bytes": ps_bytes}), flush=True)
     os._exit(0)
+
+
+def variable_bytes_per_ps(tf):
+    """The bytes of the variables placed on each ps task (tables, biases, global step)."""
+    out = [0] * PS_TASKS
+    for v in tf.global_variables():
+        m = re.search(r"/job:ps/(?:replica:\d+/)?task:(\d+)", v.device)
+        if m:
+            out[int(m.group(1))] += int(np.prod(v.shape.as_list())) * v.dtype.base_dtype.size
+    return out
 
 
 def _rss_mb(pid):
@@ -115,7 +130,21 @@ def run_once(impl, python, steps):
     window = max(r["end"] for r in results) - min(r["start"] for r in results)
     examples = sum(r["local_steps"] for r in results) * BATCH
     return {"examples_s": examples / window, "ps_rss_idle_mb": idle,
-            "ps_rss_trained_mb": trained, "notes": notes}
+            "ps_rss_trained_mb": trained, "ps_variable_mb": [b / 2 ** 20 for b in results[0]["ps_bytes"]],
+            "notes": notes}
+
+
+def report(impl, out):
+    """One line per run: speed, raw RSS, and each ps task's growth against its variables."""
+    growth = [t - i for i, t in zip(out["ps_rss_idle_mb"], out["ps_rss_trained_mb"])]
+    ratios = [g / b if b else float("nan") for g, b in zip(growth, out["ps_variable_mb"])]
+    print(f"{impl}: {out['examples_s']:.0f} examples/s; ps VmRSS idle "
+          f"{[round(m) for m in out['ps_rss_idle_mb']]} MiB, after training "
+          f"{[round(m) for m in out['ps_rss_trained_mb']]} MiB; growth "
+          f"{[round(g, 1) for g in growth]} MiB for variables of "
+          f"{[round(b, 1) for b in out['ps_variable_mb']]} MiB: "
+          f"{[round(r, 2) for r in ratios]}x (goal <= 1.2x)"
+          + (f"; notes: {out['notes']}" if out["notes"] else ""), flush=True)
 
 
 def main(argv=None):
@@ -135,16 +164,17 @@ def main(argv=None):
     impls = {"dtf": sys.executable}
     if not args.no_tf and args.tf_python:
         impls["tf"] = args.tf_python
-    table_mb = 2 * VOCABULARY * DIM * 4 / PS_TASKS / 2 ** 20 + VOCABULARY * 4 / 2 ** 20 / PS_TASKS
-    print(f"table bytes per ps task: about {table_mb:.1f} MiB (embeddings and NCE weights, "
-          f"half each; biases on one task)")
+    print("ps memory growth = VmRSS after training - VmRSS idle (task started, before any "
+          "graph arrived), beside the bytes of the variables placed on that task")
+    speeds = {impl: [] for impl in impls}
     for r in range(args.rounds):
         for impl, python in (impls.items() if r % 2 == 0 else reversed(impls.items())):
             out = run_once(impl, python, args.steps)
-            print(f"{impl}: {out['examples_s']:.0f} examples/s; ps RSS idle "
-                  f"{[round(m) for m in out['ps_rss_idle_mb']]} MiB, after training "
-                  f"{[round(m) for m in out['ps_rss_trained_mb']]} MiB"
-                  + (f"; notes: {out['notes']}" if out["notes"] else ""), flush=True)
+            speeds[impl].append(out["examples_s"])
+            report(impl, out)
+    if speeds.get("tf"):
+        ratios = [d / t for d, t in zip(speeds["dtf"], speeds["tf"])]
+        print(f"dtf / TensorFlow examples/s per round: {[round(x, 2) for x in ratios]} (goal >= 2x)")
     return 0
 
 

@@ -92,7 +92,7 @@ class LocalBackend:
         plan = self._executor.plan(fetches, feeds, targets, self._lookup)
         if self._config.log_device_placement and plan not in self._logged:
             self._logged.add(plan)
-            for _, _, _, _, node in plan.steps:
+            for _, _, _, _, node in plan.constants + plan.steps:
                 print(f"{node.name}: ({node.op}): {LOCAL_DEVICE}", file=sys.stderr)
         timeout_ms = int(getattr(options, "timeout_in_ms", 0) or 0) or int(
             getattr(self._config, "operation_timeout_in_ms", 0) or 0)

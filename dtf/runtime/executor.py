@@ -101,8 +101,14 @@ class Plan:
     """A compiled step: kernels in topological order over a flat list of value slots."""
 
     def __init__(self, steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, node_count, device,
-                 blocking=False):
+                 blocking=False, constants=()):
         self.steps = steps
+        # Steps whose kernel returns the same value every run (``constant_output``): their
+        # slots start filled (``initial``) and they never run; traces list them as run.
+        self.constants = list(constants)
+        self.initial = [None] * n_slots
+        for st in self.constants:
+            self.initial[st.out] = st.compute.constant_output
         self.n_slots = n_slots
         self.feed_slots = feed_slots
         self.fetch_slots = fetch_slots
@@ -113,6 +119,8 @@ class Plan:
         self.blocking = blocking
         # Whether a server may run it on its I/O thread (decided by the worker once it ran).
         self.inline = False
+        # Whether a worker has run it (it gives free memory back after a plan's first run).
+        self.ran = False
         # The inter-op parallelism policy (dtf.runtime.parallel) while it may still pay off.
         self.inter_op = None
         # Partitions that receive tensors or may block run as dataflow (see _DataflowRun).
@@ -130,6 +138,8 @@ class Plan:
 
     def _run(self, ctx, feed_values, stats):
         vals = ctx.values = self._slots(feed_values)
+        if stats is not None:
+            _record_constants(stats, self.constants)
         # Run whole on this thread, a step that only blocks (a queue runner's enqueue, a
         # reader) waits inside its kernels: the sequential loop in topological order does
         # the same at about 1 us less per op than the dataflow bookkeeping. Only receives
@@ -154,7 +164,7 @@ class Plan:
         return _DataflowRun(self, ctx, vals, None)
 
     def _slots(self, feed_values):
-        vals = [None] * self.n_slots
+        vals = self.initial.copy()
         for slot, v in zip(self.feed_slots, feed_values):
             vals[slot] = v
         return vals
@@ -367,6 +377,39 @@ def _reading_variables(compute, positions):
     return run
 
 
+def _drop_unread_outputs(steps, fetch_slots):
+    """The steps, those whose outputs no step reads and no fetch names made to drop them
+    (Step ``keep``): the ops run for their effect alone (updates under a train op's
+    control edges) then hold no value, such as a whole table, until the step ends."""
+    read = set(fetch_slots)
+    for st in steps:
+        read.update(st.ins)
+    return [Step(st.compute, st.ins, st.out, st.nout, st.node, keep=False)
+            if st.nout and not any(st.out + k in read for k in range(st.nout)) else st
+            for st in steps]
+
+
+def _split_constants(steps):
+    """(steps to run, constant steps): a step whose kernel has a ``constant_output`` and
+    no control inputs (one with them would let its consumers run before what it waits
+    for) need not run; its value is in the plan's initial slots."""
+    run, constants = [], []
+    for st in steps:
+        if (st.nout == 1 and hasattr(st.compute, "constant_output") and st.keep
+                and not st.node.control_inputs):
+            constants.append(st)
+        else:
+            run.append(st)
+    return run, constants
+
+
+def _record_constants(stats, constants):
+    now = int(time.time() * 1e6)
+    for st in constants:
+        stats.append(NodeStat(st.node.name, st.node.op, now, 0,
+                              [list(np.shape(st.compute.constant_output))]))
+
+
 def _record_recv(stats, step, value):
     """A traced step lists its receives too (as TF's step stats do): their output shapes
     say how much each step moved between tasks."""
@@ -552,4 +595,6 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
     # Fusion gives its groups back as (compute, ins, out, nout, node) tuples.
     steps = [st if isinstance(st, Step) else Step(*st)
              for st in fusion.fuse(steps, feed_slots, fetch_slots, device_type)]
-    return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking)
+    steps, constants = _split_constants(_drop_unread_outputs(steps, fetch_slots))
+    return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking,
+                constants)

@@ -104,7 +104,7 @@ class Function:
                 "(queue or accumulator ops) is not supported inside tf.cond/tf.while_loop")
         self.plan = plan
         n_args = len(value_args)
-        self._template = [None] * plan.n_slots
+        self._template = plan.initial.copy()
         for slot, n in zip(plan.feed_slots[n_args:], consts):
             value = n.attrs["value"]
             # A scalar as a numpy scalar, like the 0-d results a loop carries: scalar

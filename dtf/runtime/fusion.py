@@ -81,7 +81,7 @@ class FusedStep:
         if shape is None or math.prod(shape) < MIN_ELEMENTS:
             return _run_members(ctx, list(xs), self.members)
         if not jit_loading.loaded():
-            return jit_loading.run_stand_in(_run_members, ctx, list(xs), self.members)
+            return jit_loading.run_stand_in(_run_members, ctx, list(xs), self.members, key=self)
         out = self._output(shape)
         self._kernel(kinds, True)(out.reshape(-1), *[x.reshape(-1) for x in xs])
         self._spare = out
@@ -143,7 +143,8 @@ class TailStep(FusedStep):
         if shape is None or math.prod(shape) < TAIL_MIN_ELEMENTS:
             return _run_members(ctx, list(xs) + [y], self.members[1:])
         if not jit_loading.loaded():
-            return jit_loading.run_stand_in(_run_members, ctx, list(xs) + [y], self.members[1:])
+            return jit_loading.run_stand_in(_run_members, ctx, list(xs) + [y], self.members[1:],
+                                            key=self)
         if owned and shape == y.shape:
             out, kinds = y, kinds[:-1] + "o"  # in place: the kernel reads ``out`` itself
             del ins[-1]

@@ -24,17 +24,23 @@ class Step:
 
     Fusion planning still reads steps as ``(compute, ins, out, nout, node)`` tuples, so a
     Step unpacks and indexes like one.
+
+    ``keep=False`` (outputs nothing in the plan reads nor fetches): the call drops what the
+    kernel returns instead of holding it in a slot until the step ends. A row update
+    (ScatterSub, SparseApply*) returns its variable's whole array, and a slot holding it
+    made the next concurrent update of that table, from another worker's step, copy it.
     """
 
-    __slots__ = ("compute", "ins", "out", "nout", "node", "call")
+    __slots__ = ("compute", "ins", "out", "nout", "node", "call", "keep")
 
-    def __init__(self, compute, ins, out, nout, node):
+    def __init__(self, compute, ins, out, nout, node, keep=True):
         self.compute = compute
         self.ins = ins
         self.out = out
         self.nout = nout
         self.node = node
-        self.call = _slot_call(compute, ins, out, nout)
+        self.keep = keep
+        self.call = _slot_call(compute, ins, out, nout if keep else 0)
 
     def failure(self, e, ctx, vals) -> errors.OpError:
         """``e`` raised by the kernel, as the tf.errors class naming the node and its inputs."""
@@ -115,7 +121,7 @@ def _invoke(step, ctx, vals, stats=None):
     except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
         raise step.failure(e, ctx, vals) from e
     out, node = step.out, step.node
-    shapes = [list(np.shape(vals[out + k])) for k in range(step.nout)
+    shapes = [list(np.shape(vals[out + k])) for k in range(step.nout if step.keep else 0)
               if not isinstance(vals[out + k], VariableResource)]
     stats.append(NodeStat(node.name, node.op, int(start * 1e6),
                           int((time.perf_counter() - t0) * 1e6), shapes))

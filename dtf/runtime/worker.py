@@ -17,7 +17,7 @@ from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels.cpu import jit_loading
-from dtf.runtime import devices
+from dtf.runtime import devices, memory
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.runtime.rendezvous import RendezvousManager
 from dtf.state.resources import ResourceManager
@@ -174,8 +174,12 @@ class Worker:
             self._step_failed(step, e)
             raise
         finally:
+            step.ctx.values = None  # the step's slots: the fetches are in ``values``
             self._partition_done(step.step_id, step.parts)
         self._judge_inline(step, time.thread_time() - t0)
+        if not step.plan.ran:  # a plan's first run is always here (start_graph needs a cached one)
+            step.plan.ran = True
+            memory.trim()  # an initializer's temporaries; see dtf.runtime.memory
         return self._graph_reply(step, values)
 
     def start_graph(self, msg, respond, loop) -> bool:

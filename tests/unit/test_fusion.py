@@ -44,7 +44,7 @@ def _plan(fetches, feeds=(), extra=()):
 
 
 def _ops(plan):
-    return [step[4].op for step in plan.steps]
+    return [step[4].op for step in plan.constants + plan.steps]  # constants never run
 
 
 def _fused_steps(plan):

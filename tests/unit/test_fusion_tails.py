@@ -22,7 +22,7 @@ def small_threshold(monkeypatch):
 
 def _ops(sess, fetches, feeds):
     plan = sess._backend._executor.plan(tuple(t.name for t in fetches), tuple(t.name for t in feeds), ())
-    return [step[4].op for step in plan.steps], [s[0] for s in plan.steps if isinstance(s[0], fusion.FusedStep)]
+    return [step[4].op for step in plan.constants + plan.steps], [s[0] for s in plan.steps if isinstance(s[0], fusion.FusedStep)]
 
 
 def _dense_inputs(dtype=np.float32, rows=ROWS):

@@ -1,7 +1,7 @@
 """Numba loops load in the background once numpy's stand-ins have cost enough
 (dtf.kernels.cpu.jit_loading): a training step gives the same values before and after the
 loops take over, a small model's steps never load them, stand-ins start the loading once
-they reach the budget or when one call is slow, and a process that exits while they are
+they reach the budget or when one kernel's call is slow twice, and a process that exits while they are
 still loading exits cleanly. Each case runs in a fresh interpreter, where nothing is loaded yet."""
 import os
 import subprocess
@@ -83,7 +83,7 @@ with tf.Session() as sess:
     assert out.split() == ["idle", "True", "True"]
 
 
-def test_one_slow_stand_in_call_starts_the_loading_at_once():
+def test_a_kernels_second_slow_stand_in_call_starts_the_loading_at_once():
     out = run("""
 import numpy as np
 from dtf.kernels.cpu import jit_loading
@@ -91,10 +91,30 @@ from dtf.kernels.reference import REFERENCE
 
 jit_loading.SLOW_CALL_S = 0.0  # any call is slow: the rule, not this machine's speed
 g = np.ones((4, 3), np.float32)
-jit_loading.run_stand_in(REFERENCE["ReluGrad"], {}, g, g)
-print(jit_loading.state() != "idle", jit_loading.wait(60))
+once, other = {}, {}  # two kernels' keys
+jit_loading.run_stand_in(REFERENCE["ReluGrad"], {}, g, g, key=once)
+jit_loading.run_stand_in(REFERENCE["ReluGrad"], {}, g, g, key=other)
+after_two_kernels = jit_loading.state()
+jit_loading.run_stand_in(REFERENCE["ReluGrad"], {}, g, g, key=once)
+print(after_two_kernels, jit_loading.state() != "idle", jit_loading.wait(60))
 """)
-    assert out.split() == ["True", "True"]
+    assert out.split() == ["idle", "True", "True"]
+
+
+def test_a_large_initializer_loads_nothing():
+    # A variable's initializer runs once: a parameter server that only initializes and
+    # updates rows must not carry Numba for it.
+    out = run("""
+import sys
+import dtf as tf
+from dtf.kernels.cpu import jit_loading
+v = tf.get_variable("v", [50000, 128], initializer=tf.random_uniform_initializer(-1.0, 1.0))
+w = tf.get_variable("w", [50000, 128], initializer=tf.truncated_normal_initializer(stddev=0.1))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+print(jit_loading.state(), "numba" in sys.modules)
+""")
+    assert out.split() == ["idle", "False"]
 
 
 def test_graphs_without_loops_load_nothing():

@@ -302,3 +302,44 @@ def test_sparse_step_updates_the_table_in_place_when_nothing_else_holds_it():
         sess.run(train, {ids: [3]})
         assert id(resource.value) != first
         np.testing.assert_array_equal(held, before)
+
+
+def test_a_parked_step_holding_no_table_lets_another_steps_update_work_in_place():
+    # Two workers' steps on a ps interleave: one has updated the table and waits (here on
+    # a queue); the other's update must not copy the table because of it. The update's
+    # output (the whole table) feeds nothing but a control edge, so no slot keeps it.
+    from dtf.framework.graph_def import node_def_of
+    from dtf.runtime.executor import ExecState, Executor, StepContext
+    from dtf.runtime.rendezvous import StepRendezvous
+
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    g = tf.Graph()
+    with g.as_default():
+        table = tf.Variable(_table(1000, 8), name="table")
+        update = tf.scatter_sub(table, [1, 5], np.ones((2, 8), np.float32))
+        q = tf.FIFOQueue(2, tf.float32, shapes=[[]], shared_name="q")
+        with tf.control_dependencies([update]):
+            after = q.dequeue()
+        enqueue = q.enqueue([1.0])
+    executor = Executor("CPU", device)
+    executor.add_nodes([node_def_of(op) for op in g.get_operations()])
+    state = ExecState()
+
+    def context(sid):
+        return StepContext(state, sid, StepRendezvous(sid), None, device)
+
+    executor.plan((), (), (table.initializer.name,)).run(context(1), [])
+    resource = state.resources.variable("", "table", None, None)
+    # The first update copies: the initial value is also the initializer constant's.
+    executor.plan((), (), (update.op.name,)).run(context(2), [])
+    first = id(resource.value)
+    parked = executor.plan((after.name,), (), ()).start(context(3), [])
+    assert parked.advance(on_ready=lambda: None) is False  # updated, now waiting
+    executor.plan((), (), (update.op.name,)).run(context(4), [])
+    assert id(resource.value) == first
+    executor.plan((), (), (enqueue.name,)).run(context(5), [])
+    assert parked.advance(on_ready=lambda: None) is True
+    want = _table(1000, 8)
+    for _ in range(3):
+        want[[1, 5]] -= 1
+    np.testing.assert_array_equal(resource.value, want)

@@ -8,7 +8,14 @@ from dtf.kernels.registry import register_kernel
 @register_kernel("Const", "CPU")
 def const(node):
     value = node.attrs["value"]
-    return lambda ctx: value
+
+    def compute(ctx):
+        return value
+
+    # The executor puts the value in the step's slots up front instead of calling this
+    # every step (a word2vec step has 124 constants).
+    compute.constant_output = value
+    return compute
 
 
 def _shape_str(shape):

@@ -10,9 +10,12 @@ loops load, and the loading shares the interpreter with the steps meanwhile.
 When to load is a rent-or-buy choice. The stand-ins' cost is measured as they run: the
 loading starts once they have taken ``STANDIN_BUDGET_S`` in all (about what the loading
 itself costs, so a process never loses more than about twice what the best choice made in
-hindsight would), or at once when one stand-in call takes ``SLOW_CALL_S`` (large tensors,
-where the loops pay for themselves within a few hundred calls). A small model's steps
-reach it late or never: the first 100 steps of the W5 MLP took 400-430 ms against ~110 ms
+hindsight would), or at once when a kernel's stand-in takes ``SLOW_CALL_S`` for the second
+time (large tensors, where the loops pay for themselves within a few hundred calls). Not
+at its first slow call: a variable's initializer runs once, on 6.4M elements for a
+50,000 x 128 table, and the loops loaded for it on a parameter server (which never ran
+another stand-in) cost that task about 150 MiB of Numba and LLVM for nothing. A small
+model's steps reach it late or never: the first 100 steps of the W5 MLP took 400-430 ms against ~110 ms
 for the next hundreds while its worker loaded the loops, which then save ~60 us per step
 (~5,000 steps to pay back; its stand-ins take ~80 us per step, so they load after ~6,000).
 ``DTF_PRELOAD_KERNELS=1`` makes a serving process load them up front instead.
@@ -47,8 +50,8 @@ _MODULES = ("dtf.kernels.cpu.dense_jit", "dtf.kernels.cpu.nn_jit", "dtf.kernels.
 
 # Seconds of stand-in time after which the loops load: about the loading's own cost.
 STANDIN_BUDGET_S = float(os.environ.get("DTF_JIT_AFTER_S", "0.5"))
-# One stand-in call this slow starts the loading at once (on 10M float32 elements,
-# relu(a*b+c)*0.5 takes 26 ms in numpy and 4 ms as one loop).
+# A kernel's second stand-in call this slow starts the loading at once (on 10M float32
+# elements, relu(a*b+c)*0.5 takes 26 ms in numpy and 4 ms as one loop).
 SLOW_CALL_S = 0.002
 
 _done = threading.Event()
@@ -68,19 +71,28 @@ def loaded() -> bool:
 
 
 _standin_s = 0.0  # stand-in time so far (a lost update under a race only delays loading)
+# ids of the kernels (``key``s) that have made one slow stand-in call: their next one loads.
+_slow_once: set = set()
 
 
-def charge(seconds: float):
+def charge(seconds: float, key=None):
     """Counts ``seconds`` a numpy stand-in ran where a loop would have; starts the loading
-    once they add up to the budget, or when this one call alone was slow."""
+    once they add up to the budget, or when this call was slow and so was an earlier one
+    of the same kernel ``key`` (None: this call alone decides)."""
     global _standin_s
     _standin_s += seconds
-    if _standin_s >= STANDIN_BUDGET_S or seconds >= SLOW_CALL_S:
+    if _standin_s >= STANDIN_BUDGET_S:
         start()
+    elif seconds >= SLOW_CALL_S:
+        if key is None or id(key) in _slow_once:
+            start()
+        else:
+            _slow_once.add(id(key))
 
 
-def run_stand_in(fn, *args):
-    """``fn(*args)``, the numpy path of a kernel whose loops have not loaded, charged.
+def run_stand_in(fn, *args, key=None):
+    """``fn(*args)``, the numpy path of a kernel whose loops have not loaded, charged to
+    the kernel ``key`` (an object that lives as long as the kernel; default ``fn``).
     Charged in this thread's CPU time, not wall time: on a busy machine a tiny call that
     lost its core for a few milliseconds is not slow work a loop would save (wall time
     started the loading for small models whenever other processes ran)."""
@@ -88,7 +100,7 @@ def run_stand_in(fn, *args):
     try:
         return fn(*args)
     finally:
-        charge(time.thread_time() - t0)
+        charge(time.thread_time() - t0, fn if key is None else key)
 
 
 def start():
@@ -213,7 +225,8 @@ def tiered_kernel(factory):
         from dtf.kernels.reference import REFERENCE
 
         ref, attrs = REFERENCE[node.op], node.attrs
-        return when_loaded(lambda: factory(node), lambda ctx, *xs: run_stand_in(ref, attrs, *xs))
+        return when_loaded(lambda: factory(node),
+                           lambda ctx, *xs: run_stand_in(ref, attrs, *xs, key=attrs))
 
     tiered_factory.__name__ = getattr(factory, "__name__", "tiered")
     tiered_factory.__doc__ = factory.__doc__

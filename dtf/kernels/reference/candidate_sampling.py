@@ -41,17 +41,22 @@ def _draw(draw, num_sampled, unique, range_max):
         return draw(num_sampled), num_sampled
     if num_sampled > range_max:
         raise errors.InvalidArgumentError(None, None, "Sampler's range is too small.")
-    picked, seen, tries = [], set(), 0
-    while len(picked) < num_sampled:
-        batch = draw(max(num_sampled - len(picked), 1) * 2)
-        for v in batch:
-            tries += 1
-            if int(v) not in seen:
-                seen.add(int(v))
-                picked.append(int(v))
-                if len(picked) == num_sampled:
-                    break
-    return np.asarray(picked, np.int64), tries
+    # Batches of draws, each value kept at its first appearance, until num_sampled are
+    # kept; ``tries`` counts the draws up to the last one kept. Whole-array steps per
+    # batch (a word2vec step's 64 of 100,000 took ~80 us value by value).
+    picked, tries = np.zeros(0, np.int64), 0
+    while picked.size < num_sampled:
+        batch = np.asarray(draw(max(num_sampled - picked.size, 1) * 2), np.int64)
+        order = np.argsort(batch, kind="stable")
+        ordered = batch[order]
+        new = np.zeros(batch.size, bool)  # first appearance in the batch
+        new[order[np.concatenate([[True], ordered[1:] != ordered[:-1]])]] = True
+        if picked.size:
+            new &= ~np.isin(batch, picked)
+        at = np.flatnonzero(new)[:num_sampled - picked.size]
+        tries += batch.size if picked.size + at.size < num_sampled else int(at[-1]) + 1
+        picked = np.concatenate([picked, batch[at]])
+    return picked, tries
 
 
 def _expected(p, num_sampled, tries):

@@ -56,8 +56,35 @@ def scatter_into(op_type, var, indices, updates):
         for i, r in enumerate(flat):  # sequential, so repeated indices divide repeatedly
             var[r] = _trunc_divide(var[r], rows[i])
     else:
-        _COMBINE[op_type].at(var, flat, rows)
+        combine_rows(_COMBINE[op_type], var, flat, rows)
     return var
+
+
+def combine_rows(ufunc, var, flat, rows):
+    """``ufunc.at(var, flat, rows)``, bitwise the same, in a few whole-row operations.
+
+    ufunc.at takes about 1 us per row (183 us for 192 rows of 128 floats, a word2vec
+    update of one table shard); indexing whole rows takes about 10 us. Repeated indices
+    keep ufunc.at's order: the k-th occurrences of all indices go in one operation (they
+    are distinct rows) after the (k-1)-th, so each row sees its updates in input order."""
+    if flat.size < 2 or rows.dtype != var.dtype:
+        ufunc.at(var, flat, rows)
+        return
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    first = np.empty(flat.size, bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    if first.all():  # no index repeats
+        var[flat] = ufunc(var[flat], rows)
+        return
+    starts = np.flatnonzero(first)
+    rank = np.empty(flat.size, np.intp)
+    rank[order] = np.arange(flat.size) - starts[np.cumsum(first) - 1]
+    for k in range(int(rank.max()) + 1):
+        at = np.flatnonzero(rank == k)
+        ids = flat[at]
+        var[ids] = ufunc(var[ids], rows[at])
 
 
 def _scatter_reference(op_type):

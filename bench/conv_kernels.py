@@ -97,26 +97,68 @@ def kernel_rates(reps):
     return rows
 
 
+def measure(reps=7) -> dict:
+    """Plain data for the report: the two sgemm rates and one row per kernel."""
+    core_peak, wall_peak = sgemm_rates(reps)
+    kernels = [{"layer": layer, "op": op, "gflop": gflop, "wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3}
+               for layer, op, gflop, wall, cpu in kernel_rates(reps)]
+    return {"sgemm_core_gflops": core_peak, "sgemm_wall_gflops": wall_peak, "kernels": kernels,
+            "load_average": os.getloadavg()[0]}
+
+
+def run_subprocess(reps=7, timeout_s=600.0):
+    """``measure`` in a fresh process of this interpreter (the report's own process has
+    other workloads' threads and caches), or None with the reason printed."""
+    import json
+    import subprocess
+    import sys
+
+    from bench.cluster import REPO, quiet_env
+
+    proc = subprocess.run([sys.executable, "-m", "bench.conv_kernels", "--reps", str(reps), "--json"],
+                          cwd=REPO, env=quiet_env(), capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        print(f"bench.conv_kernels failed: {proc.stderr[-600:]}", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def format_table(data, peak=None) -> str:
+    """The kernels' rates and their fractions of the sgemm rates; ``peak``: the report's
+    own ``sgemm 2048^3 peak`` (all cores, wall), else this measurement's."""
+    core_peak = data["sgemm_core_gflops"]
+    wall_peak = peak or data["sgemm_wall_gflops"]
+    lines = [f"{'conv kernel (M1 shapes)':<30} {'ms wall':>8} {'ms CPU':>8} {'GFLOP/s/core':>13} "
+             f"{'of sgemm':>9} {'GFLOP/s wall':>13} {'of peak':>8}"]
+
+    def line(name, gflop, wall, cpu):
+        lines.append(f"{name:<30} {wall:8.2f} {cpu:8.2f} {gflop / cpu * 1e3:13.1f} "
+                     f"{gflop / cpu * 1e3 / core_peak:9.0%} {gflop / wall * 1e3:13.1f} "
+                     f"{gflop / wall * 1e3 / wall_peak:8.0%}")
+
+    rows = data["kernels"]
+    for r in rows:
+        line(f"{r['layer']} {r['op']}", r["gflop"], r["wall_ms"], r["cpu_ms"])
+    for layer in ("conv2", None):
+        sel = [r for r in rows if layer is None or r["layer"] == layer]
+        line(f"{layer or 'all'}, fwd + bwd", *(sum(r[k] for r in sel) for k in ("gflop", "wall_ms", "cpu_ms")))
+    lines.append(f"sgemm 2048^3: {core_peak:.1f} GFLOP/s per core (1 BLAS thread, CPU time), "
+                 f"{wall_peak:.1f} GFLOP/s wall (all cores); load average {data['load_average']:.1f}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--json", action="store_true", help="print the measurement as one JSON line")
     args = p.parse_args(argv)
-    core_peak, wall_peak = sgemm_rates(args.reps)
-    rows = kernel_rates(args.reps)
-    print(f"{'kernel':<30} {'ms wall':>8} {'ms CPU':>8} {'GFLOP/s/core':>13} {'of sgemm':>9} "
-          f"{'GFLOP/s wall':>13} {'of peak':>8}")
-    for layer, op, gflop, wall, cpu in rows:
-        print(f"{layer + ' ' + op:<30} {wall * 1e3:8.2f} {cpu * 1e3:8.2f} {gflop / cpu:13.1f} "
-              f"{gflop / cpu / core_peak:9.0%} {gflop / wall:13.1f} {gflop / wall / wall_peak:8.0%}")
-    for layer in ("conv2", None):
-        sel = [r for r in rows if layer is None or r[0] == layer]
-        gflop, wall, cpu = (sum(r[i] for r in sel) for i in (2, 3, 4))
-        name = f"{layer or 'all'}, fwd + bwd"
-        print(f"{name:<30} {wall * 1e3:8.2f} {cpu * 1e3:8.2f} {gflop / cpu:13.1f} "
-              f"{gflop / cpu / core_peak:9.0%} {gflop / wall:13.1f} {gflop / wall / wall_peak:8.0%}")
-    print(f"sgemm 2048^3: {core_peak:.1f} GFLOP/s per core (1 BLAS thread, CPU time), "
-          f"{wall_peak:.1f} GFLOP/s wall (all BLAS threads); load average "
-          f"{os.getloadavg()[0]:.1f}")
+    data = measure(args.reps)
+    if args.json:
+        import json
+
+        print(json.dumps(data))
+    else:
+        print(format_table(data))
 
 
 if __name__ == "__main__":

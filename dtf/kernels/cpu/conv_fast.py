@@ -189,8 +189,11 @@ def conv2d_backprop_input(node):
                       np.ascontiguousarray(w).reshape(g.ci, g.co).T, out=dx.reshape(-1, g.ci))
             return dx
         # Gathering dy reads kh*kw*co values per input pixel, scattering kh*kw*ci per output
-        # pixel (and adds instead of copies): gather only when it moves fewer bytes.
-        if g.sh == g.sw == 1 and g.co <= g.ci:
+        # pixel (and adds instead of copies): gather only when it moves fewer bytes. At
+        # co == ci the scatter's product is the wider one (N = kh*kw*ci against ci) and
+        # wins: a 3x3 16 -> 16 layer on 64 x 32x32 took 6.0 ms scattered, 6.8 gathered
+        # (5x5 64 -> 32 on 14x14: 18.4 scattered, 16.1 gathered).
+        if g.sh == g.sw == 1 and g.co < g.ci:
             return _backprop_input_by_gather(g, pool, w, dy, dx)
         return _backprop_input_by_scatter(g, pool, w, dy, dx)
 

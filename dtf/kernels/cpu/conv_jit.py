@@ -93,9 +93,13 @@ def col2im_add(cols, dxf, n, h, wd, ci, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
 
 @njit(**_JIT)
 def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
-    """Max over each window of images [b0, b1); padding never wins (it is not read)."""
+    """Max over each window of images [b0, b1); padding never wins (it is not read).
+    Flat unsigned indices, channels innermost (as in im2col_into: 0.84 -> 0.40 ms on the
+    CNN's first pooling against per-pixel views)."""
     n, h, wd, c = x.shape
     oh, ow = out.shape[1], out.shape[2]
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
     for b in range(b0, b1):
         for i in range(oh):
             y0 = max(i * sh - pt, 0)
@@ -103,14 +107,17 @@ def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
             for j in range(ow):
                 x0 = max(j * sw - pl, 0)
                 x1 = min(j * sw - pl + kw, wd)
-                acc = out[b, i, j]
-                acc[:] = x[b, y0, x0]
+                o = ((b * oh + i) * ow + j) * c
+                s0 = ((b * h + y0) * wd + x0) * c
+                for ch in range(c):
+                    of[u(o + ch)] = xf[u(s0 + ch)]
                 for y in range(y0, y1):
                     for xx in range(x0, x1):
-                        src = x[b, y, xx]
+                        s = ((b * h + y) * wd + xx) * c
                         for ch in range(c):
-                            if src[ch] > acc[ch]:
-                                acc[ch] = src[ch]
+                            v = xf[u(s + ch)]
+                            if v > of[u(o + ch)]:
+                                of[u(o + ch)] = v
 
 
 @njit(**_JIT)
@@ -121,6 +128,10 @@ def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
     loop (contiguous in NHWC), each with a flag for "already found"."""
     n, h, wd, c = x.shape
     oh, ow = dy.shape[1], dy.shape[2]
+    xf = x.reshape(-1)
+    yf = y.reshape(-1)
+    gf = dy.reshape(-1)
+    df = dx.reshape(-1)
     found = np.empty(c, np.bool_)
     for b in range(b0, b1):
         for i in range(oh):
@@ -129,14 +140,12 @@ def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
             for j in range(ow):
                 x0 = max(j * sw - pl, 0)
                 x1 = min(j * sw - pl + kw, wd)
-                best = y[b, i, j]
-                g = dy[b, i, j]
+                o = ((b * oh + i) * ow + j) * c
                 found[:] = False
                 for yy in range(y0, y1):
                     for xx in range(x0, x1):
-                        src = x[b, yy, xx]
-                        dst = dx[b, yy, xx]
+                        s = ((b * h + yy) * wd + xx) * c
                         for ch in range(c):
-                            if not found[ch] and src[ch] == best[ch]:
-                                dst[ch] += g[ch]
+                            if not found[ch] and xf[u(s + ch)] == yf[u(o + ch)]:
+                                df[u(s + ch)] += gf[u(o + ch)]
                                 found[ch] = True

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from bench import raw
+from bench import conv_kernels, raw
 from bench.cluster import REPO, quiet_env
 from bench.probe_client import ProbeClient
 from bench.report import format_table, summarize
@@ -213,6 +213,8 @@ def main(argv=None):
     print(f"bench: dtf {sys.executable}; TF {args.tf_python or 'not used'}; "
           f"rounds {args.rounds}, training rounds {args.train_rounds}", file=sys.stderr)
     raw_limits = raw.measure(args.quick)
+    # M1's convolution kernels in isolation, against the sgemm peak of this same run.
+    convs = conv_kernels.run_subprocess(3 if args.quick else 7) if "M1" in sel else None
     if "W1" in sel:
         print("W1 ...", file=sys.stderr, flush=True)
         run_cold_starts(run)
@@ -232,7 +234,11 @@ def main(argv=None):
         "metrics": rows,
         "notes": run.notes,
     }
+    if convs:
+        result["conv_kernels"] = convs
     print(format_table(result))
+    if convs:
+        print("\n" + conv_kernels.format_table(convs, raw_limits["sgemm_gflops"]))
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)

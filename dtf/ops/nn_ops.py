@@ -59,11 +59,11 @@ def _register(op_type, infer):
 
 # -- activations --------------------------------------------------------------------------------
 # (public name, op type, gradient op type, whether the gradient op reads the op's output)
-# ReluGrad reads Relu's output, as TF's gradient does (the same mask): then nothing but the
-# Relu reads its input, which plan fusion can fold into the op before (a bias add, a batch
-# norm) and free early.
+# Which tensor each gradient reads is TF 1.15's choice (nn_grad.py), and it matters beyond
+# the graph's shape: a relu whose gradient reads its output leaves its input to the relu
+# alone, so a conv/matmul + bias + relu chain fuses into one tail (dtf.runtime.fusion).
 ACTIVATIONS = [
-    ("relu", "Relu", "ReluGrad", True), ("relu6", "Relu6", "Relu6Grad", False),
+    ("relu", "Relu", "ReluGrad", True), ("relu6", "Relu6", "Relu6Grad", True),
     ("elu", "Elu", "EluGrad", True), ("softplus", "Softplus", "SoftplusGrad", False),
     ("softsign", "Softsign", "SoftsignGrad", False),
     ("leaky_relu", "LeakyRelu", "LeakyReluGrad", False),

@@ -118,9 +118,13 @@ POOLS = [((2, 7, 9, 3), (2, 2), (2, 2), "SAME"), ((1, 8, 8, 5), (3, 3), (2, 2), 
          ((3, 5, 6, 2), (3, 2), (1, 2), "SAME"), ((2, 28, 28, 32), (2, 2), (2, 2), "SAME")]
 
 
+@pytest.mark.parametrize("parallel_min", [conv_fast.POOL_PARALLEL_MIN, 1], ids=["size", "chunked"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,ksize,strides,padding", POOLS)
-def test_max_pool_and_gradient_match_reference(shape, ksize, strides, padding, dtype):
+def test_max_pool_and_gradient_match_reference(shape, ksize, strides, padding, dtype, parallel_min,
+                                               monkeypatch):
+    monkeypatch.setattr(conv_fast, "POOL_PARALLEL_MIN", parallel_min)
+    monkeypatch.setattr(conv_fast, "THREADS", 2)  # image ranges even on a one-core machine
     attrs = {"T": tf.as_dtype(dtype), "ksize": [1, *ksize, 1], "strides": [1, *strides, 1],
              "padding": padding, "data_format": "NHWC"}
     # Few distinct values, so windows hold ties: the first maximum must win.
@@ -131,6 +135,20 @@ def test_max_pool_and_gradient_match_reference(shape, ksize, strides, padding, d
     # Overlapping windows add into one input in another order than the reference.
     close(kernel("MaxPoolGrad", attrs)(None, x, y, dy), REFERENCE["MaxPoolGrad"](attrs, x, y, dy),
           dtype)
+
+
+@pytest.mark.parametrize("n,per_image,threads", [(64, 78_400, 2), (64, 627_200, 2), (1, 10 << 20, 2),
+                                                  (5, 1, 2), (7, 3 << 20, 3), (64, 78_400, 1)])
+def test_batch_chunks_cover_the_batch_in_near_equal_ranges(n, per_image, threads, monkeypatch):
+    monkeypatch.setattr(conv_fast, "THREADS", threads)
+    chunks = conv_fast._batch_chunks(n, per_image)
+    assert chunks[0][0] == 0 and chunks[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+    sizes = [b1 - b0 for b0, b1 in chunks]
+    assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
+    # About CHUNK_BYTES of patches each, and a multiple of the threads unless one image each.
+    assert max(sizes) * per_image <= 2 * conv_fast.CHUNK_BYTES or max(sizes) == 1
+    assert len(chunks) % threads == 0 or len(chunks) == n
 
 
 def test_intra_op_pool_runs_every_chunk_once_and_raises_the_first_error():

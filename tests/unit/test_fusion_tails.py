@@ -156,6 +156,30 @@ def test_gradients_of_a_dense_layer_match_unfused():
         np.testing.assert_allclose(g, u, rtol=1e-5, atol=1e-5)
 
 
+def test_conv_bias_relu_stays_one_group_when_its_gradients_are_taken():
+    """The relu's gradient reads the relu's output (as TF 1.15's does), not its input, so
+    the pre-activation has no reader but the relu and the whole layer is one tail."""
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    wv = rng.standard_normal((3, 3, 3, 8)).astype(np.float32)
+    bv = rng.standard_normal(8).astype(np.float32)
+    x = tf.placeholder(tf.float32, [None, 7, 6, 3])
+    w = tf.placeholder(tf.float32, [3, 3, 3, 8])
+    b = tf.placeholder(tf.float32, [8])
+    h = tf.nn.relu(tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME") + b)
+    loss = tf.reduce_sum(tf.square(h))
+    grads = tf.gradients(loss, [x, w, b])
+    assert grads[0].graph.get_operation_by_name(
+        "gradients/Relu_grad/ReluGrad").inputs[1].op.type == "Relu"
+    feed = {x: xv, w: wv, b: bv}
+    with tf.Session() as sess:
+        got = sess.run(grads, feed)
+        ops, _ = _ops(sess, grads, [x, w, b])
+    assert "Fused(Conv2D,Add,Relu)" in ops and "Relu" not in ops
+    for g, u in zip(got, _run_both(grads, feed)[1]):
+        np.testing.assert_allclose(g, u, rtol=1e-5, atol=1e-5)
+
+
 def test_errors_in_the_head_name_the_matmul():
     x = tf.placeholder(tf.float32, [None, None])
     w = tf.placeholder(tf.float32, [None, COLS])

@@ -7,12 +7,22 @@ batch to several threads; each loop releases the GIL.
 
 Indexing is flat: in NHWC the ``kw`` taps of one filter row read ``kw * c`` consecutive
 floats of the input, and write as many consecutive floats of the patch row, so the inner
-loop is one contiguous copy (which LLVM vectorizes) whatever the strides.
+loop is one contiguous copy whatever the strides.
+
+The inner loops are counted loops indexed by unsigned integers (``cf[u(base + e)]``), not
+slice expressions: Numba runs ``a[i:j] += b[k:l]`` through its generic array machinery,
+about 100 ns a call whatever the length, and wraps negative signed indices, a check that
+keeps LLVM from vectorizing ``base + e`` (it cannot prove it non-negative); an unsigned
+index has no such check. On the deep-MNIST CNN's conv2 (runs of 160 floats), one batch,
+one core, loaded machine: col2im 5.5 ms with slices, 1.2 through views with their own
+counters, 0.9-1.1 unsigned; im2col 3.6 -> 1.7 -> 0.8-1.1 ms; on its conv1 (runs of 5)
+im2col 3.2 -> 1.9 -> 1.2 ms.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba import uint64 as u  # an index that is never negative: no wraparound check
 
 _JIT = dict(cache=True, nogil=True)
 
@@ -42,15 +52,17 @@ def im2col_into(xf, n, h, wd, ci, cols, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
                 y = i * sh + p - pt
                 base = r0 + p * row_len
                 if y < 0 or y >= h or q0 >= q1:
-                    cf[base:base + row_len] = 0
+                    for e in range(row_len):
+                        cf[u(base + e)] = 0
                     continue
-                if q0 > 0:
-                    cf[base:base + q0 * ci] = 0
+                for e in range(q0 * ci):
+                    cf[u(base + e)] = 0
                 src = ((b * h + y) * wd + (j * sw + q0 - pl)) * ci
-                length = (q1 - q0) * ci
-                cf[base + q0 * ci:base + q0 * ci + length] = xf[src:src + length]
-                if q1 < kw:
-                    cf[base + q1 * ci:base + row_len] = 0
+                dst = base + q0 * ci
+                for e in range((q1 - q0) * ci):
+                    cf[u(dst + e)] = xf[u(src + e)]
+                for e in range(q1 * ci, row_len):
+                    cf[u(base + e)] = 0
 
 
 @njit(**_JIT)
@@ -75,14 +87,19 @@ def col2im_add(cols, dxf, n, h, wd, ci, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
                     continue
                 dst = ((b * h + y) * wd + (j * sw + q0 - pl)) * ci
                 src = r0 + p * row_len + q0 * ci
-                dxf[dst:dst + length] += cf[src:src + length]
+                for e in range(length):
+                    dxf[u(dst + e)] += cf[u(src + e)]
 
 
 @njit(**_JIT)
 def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
-    """Max over each window of images [b0, b1); padding never wins (it is not read)."""
+    """Max over each window of images [b0, b1); padding never wins (it is not read).
+    Flat unsigned indices, channels innermost (as in im2col_into: 0.84 -> 0.40 ms on the
+    CNN's first pooling against per-pixel views)."""
     n, h, wd, c = x.shape
     oh, ow = out.shape[1], out.shape[2]
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
     for b in range(b0, b1):
         for i in range(oh):
             y0 = max(i * sh - pt, 0)
@@ -90,14 +107,17 @@ def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
             for j in range(ow):
                 x0 = max(j * sw - pl, 0)
                 x1 = min(j * sw - pl + kw, wd)
-                acc = out[b, i, j]
-                acc[:] = x[b, y0, x0]
+                o = ((b * oh + i) * ow + j) * c
+                s0 = ((b * h + y0) * wd + x0) * c
+                for ch in range(c):
+                    of[u(o + ch)] = xf[u(s0 + ch)]
                 for y in range(y0, y1):
                     for xx in range(x0, x1):
-                        src = x[b, y, xx]
+                        s = ((b * h + y) * wd + xx) * c
                         for ch in range(c):
-                            if src[ch] > acc[ch]:
-                                acc[ch] = src[ch]
+                            v = xf[u(s + ch)]
+                            if v > of[u(o + ch)]:
+                                of[u(o + ch)] = v
 
 
 @njit(**_JIT)
@@ -108,6 +128,10 @@ def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
     loop (contiguous in NHWC), each with a flag for "already found"."""
     n, h, wd, c = x.shape
     oh, ow = dy.shape[1], dy.shape[2]
+    xf = x.reshape(-1)
+    yf = y.reshape(-1)
+    gf = dy.reshape(-1)
+    df = dx.reshape(-1)
     found = np.empty(c, np.bool_)
     for b in range(b0, b1):
         for i in range(oh):
@@ -116,14 +140,12 @@ def max_pool_grad_into(x, y, dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
             for j in range(ow):
                 x0 = max(j * sw - pl, 0)
                 x1 = min(j * sw - pl + kw, wd)
-                best = y[b, i, j]
-                g = dy[b, i, j]
+                o = ((b * oh + i) * ow + j) * c
                 found[:] = False
                 for yy in range(y0, y1):
                     for xx in range(x0, x1):
-                        src = x[b, yy, xx]
-                        dst = dx[b, yy, xx]
+                        s = ((b * h + yy) * wd + xx) * c
                         for ch in range(c):
-                            if not found[ch] and src[ch] == best[ch]:
-                                dst[ch] += g[ch]
+                            if not found[ch] and xf[u(s + ch)] == yf[u(o + ch)]:
+                                df[u(s + ch)] += gf[u(o + ch)]
                                 found[ch] = True

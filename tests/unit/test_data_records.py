@@ -228,3 +228,35 @@ def test_decode_csv_errors():
                                ("x,1", "not a valid int")):
                 with pytest.raises(tf.errors.InvalidArgumentError, match=match):
                     sess.run(cols, {line: bad})
+
+
+def test_records_of_one_length_but_another_layout_are_walked_afresh():
+    """Parsing reuses the layout of the last record of the same length: records that
+    differ only outside their values must still read as what they are."""
+    from dtf.io.example_wire import _example_features_generic, example_features
+
+    def example(**features):
+        return Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+    def b(v):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=v))
+
+    def i(v):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+
+    def f(v):
+        return tf.train.Feature(float_list=tf.train.FloatList(value=v))
+
+    records = [example(ab=b([b"xyz0"]), n=i([1])), example(ab=b([b"xyz1"]), n=i([2])),
+               example(ba=b([b"xyz1"]), n=i([2])),          # another key, same length
+               example(ab=b([b"xy", b"z"]), n=i([300])),      # two values, a longer varint
+               example(ab=b([b"xyz1"]), n=i([127])),
+               example(ab=f([1.0]), n=i([5])), example(ab=b([b"\x0a\x05"] * 2), n=i([4])),
+               example(ab=b([b"xyz9"]), n=i([9])), example(ab=b([]), n=i([])), example()]
+    for data in records + records[::-1]:
+        got, want = example_features(data), _example_features_generic(data)
+        assert got.keys() == want.keys()
+        for key in want:
+            assert got[key][0] == want[key][0]
+            np.testing.assert_array_equal(np.asarray(got[key][1], dtype=object),
+                                          np.asarray(want[key][1], dtype=object))

@@ -8,6 +8,8 @@ import numpy as np
 from dtf.framework import errors
 from dtf.io import parsing_ops  # noqa: F401  (the op definitions, wherever kernels load)
 from dtf.io.example_wire import BYTES, FLOAT, INT64, DecodeError, example_features
+from dtf.kernels.registry import register_kernel
+
 from .table import reference
 
 _KIND_OF = {"float32": FLOAT, "int64": INT64, "string": BYTES}
@@ -350,3 +352,62 @@ def matching_files(attrs, pattern):
     for p in np.asarray(pattern, dtype=object).reshape(-1):
         names.update(glob.glob(p.decode() if isinstance(p, bytes) else str(p)))
     return np.asarray([n.encode() for n in sorted(names)], dtype=object).reshape(-1)
+
+
+# -- the CPU kernels of the per-record ops ------------------------------------------------
+# The reference functions above are also the fallback kernels, called with the node's
+# attributes on every call. A queue runner's thread runs ParseSingleExample and DecodeRaw
+# once per record, so their kernels work out what depends only on the node once per plan
+# and take the common case (one scalar string in, FixedLenFeatures of one value each)
+# directly; everything else goes through the functions above, for the same results and
+# errors.
+@register_kernel("ParseSingleExample", "CPU", label="numpy, per-record fast path")
+def _parse_single_example_kernel(node):
+    attrs = node.attrs
+    _, variable = parsing_ops.dense_layout(attrs)
+    general = lambda ctx, serialized, *defaults: _parse(attrs, serialized, defaults, True)  # noqa: E731
+    if attrs.get("sparse_keys") or any(variable) or any(attrs["dense_shapes"]):
+        return general
+    wanted = tuple((key, _KIND_OF[dtype.name], dtype.as_numpy_dtype)
+                   for key, dtype in zip(attrs["dense_keys"], attrs["Tdense"]))
+
+    def compute(ctx, serialized, *defaults):
+        record = serialized.item() if isinstance(serialized, np.ndarray) else serialized
+        if type(record) is not bytes:
+            return general(ctx, serialized, *defaults)
+        try:
+            feats = example_features(record)
+        except DecodeError:
+            return general(ctx, serialized, *defaults)  # raises it as TF words it
+        out = []
+        for key, kind, np_dtype in wanted:
+            found = feats.get(key)
+            if found is None or found[0] != kind or len(found[1]) != 1:
+                return general(ctx, serialized, *defaults)  # a default, or an error
+            if kind == BYTES:
+                v = np.empty((), dtype=object)
+                v[()] = bytes(found[1][0])
+            else:
+                v = np.asarray(found[1][0], dtype=np_dtype)
+            out.append(v)
+        return tuple(out) if len(out) != 1 else out[0]
+
+    return compute
+
+
+@register_kernel("DecodeRaw", "CPU", label="numpy, per-record fast path")
+def _decode_raw_kernel(node):
+    attrs = node.attrs
+    dtype = np.dtype(attrs["out_type"].as_numpy_dtype)
+    dtype = dtype.newbyteorder("<" if attrs.get("little_endian", True) else ">")
+    native = dtype.newbyteorder("=")
+    itemsize = dtype.itemsize
+
+    def compute(ctx, data):
+        if isinstance(data, np.ndarray) and data.ndim == 0:
+            b = data.item()
+            if type(b) is bytes and not len(b) % itemsize:
+                return np.frombuffer(b, dtype=dtype).astype(native, copy=False)
+        return decode_raw(attrs, data)
+
+    return compute

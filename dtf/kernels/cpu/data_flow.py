@@ -127,7 +127,7 @@ class QueueResource(_Resource, _Waitable):
         self.cancel_enqueues = False
 
     def _element(self, comps, node):
-        el = tuple(as_array(v, dt) for v, dt in zip(comps, self.dtypes))
+        el = tuple([as_array(v, dt) for v, dt in zip(comps, self.dtypes)])
         if self.shapes is not None:
             for i, (v, want) in enumerate(zip(el, self.shapes)):
                 if not self._fits(v.shape, want):
@@ -148,6 +148,12 @@ class QueueResource(_Resource, _Waitable):
         with self.cond:
             if self.closed:
                 raise errors.CancelledError(node.name, None, f"{self.kind} '{self.name}' is closed.")
+            if len(elements) == 1 and len(self.items) < self.capacity and not self.cancel_enqueues:
+                # One element with room for it, a queue runner's every step: what the loop
+                # below does then, without its wait conditions.
+                self.items.append(elements[0])
+                self._notify_enqueued()
+                return
             if ctx.may_park is not None:
                 # A parked kernel is retried from the start: it enqueues all or nothing.
                 if len(elements) > self.capacity:

@@ -55,7 +55,8 @@ def fields(data, start, end):
             pos = nxt
 
 
-def _varints(data, a, b):
+def packed_int64s(data, a, b):
+    """The int64s of the packed varints in data[a:b]."""
     out = []
     while a < b:
         v, a = decode_varint(data, a)
@@ -83,7 +84,7 @@ def _feature_values(data, a, b):
                 elif w == 5:
                     values.append(np.frombuffer(data, "<f4", 1, x))
             elif w == LEN:
-                values.extend(_varints(data, x, y))
+                values.extend(packed_int64s(data, x, y))
             elif w == 0:
                 values.append(x - (1 << 64) if x >= 1 << 63 else x)
         if kind == FLOAT:
@@ -218,35 +219,50 @@ def _entry_values(data, kind, ranges):
         if not ranges:
             return INT64, []
         ((a, b),) = ranges
-        return INT64, _varints(data, a, b)
+        return INT64, packed_int64s(data, a, b)
     return 0, []
 
 
 def _example_features_fast(data) -> dict:
-    """What example_features gives, for records laid out as TF writes them (else _Unusual).
+    """What example_features gives, for records laid out as TF writes them (else _Unusual)."""
+    out = {}
+    for key, kind, ranges in _entries(data):
+        out[key] = _entry_values(data, kind, ranges)
+    return out
 
-    Records of one input mostly share their layout: the same keys, kinds and value counts
-    at the same offsets, only the values differ. The layout of a record (its bytes outside
-    the values, keyed by its length) is kept, and a record whose length and bytes outside
-    those ranges are the same has the same entries at the same places, since the walk
-    reads nothing else: its values are taken from there without walking (a third of a
+
+def example_entries(data: bytes):
+    """``(key, kind, ranges)`` of each map entry of a serialized Example (see
+    _feature_ranges; _entry_values makes the values), or None when its layout is not the
+    one TF's serializers write (example_features then reads it the generic way). Records
+    of one layout give the same object, so a kernel may work out once what it takes from
+    them."""
+    try:
+        return _entries(data)
+    except _Unusual:
+        return None
+
+
+def _entries(data):
+    """Records of one input mostly share their layout: the same keys, kinds and value
+    counts at the same offsets, only the values differ. The layout of a record (its bytes
+    outside the values, keyed by its length) is kept, and a record whose length and bytes
+    outside those ranges are the same has the same entries at the same places, since the
+    walk reads nothing else: they are taken from there without walking (a third of a
     queue-runner step's parse)."""
     layout = _LAYOUTS.get(len(data)) if isinstance(data, bytes) else None
     if layout is not None:
         skeleton, entries = layout
-        for at, part in skeleton:  # loops, not all() and a comprehension: no frames
+        for at, part in skeleton:  # a loop, not all(): no generator frame
             if not data.startswith(part, at):
                 break
         else:
-            out = {}
-            for key, kind, ranges in entries:
-                out[key] = _entry_values(data, kind, ranges)
-            return out
-    entries = _example_entries_fast(data)
+            return entries
+    entries = tuple(_example_entries_fast(data))
     if len(_LAYOUTS) >= _MAX_LAYOUTS:
         _LAYOUTS.clear()
     _LAYOUTS[len(data)] = (_skeleton(data, entries), entries)
-    return {key: _entry_values(data, kind, ranges) for key, kind, ranges in entries}
+    return entries
 
 
 # record length -> (skeleton, entries) of the last record of that length read the fast way

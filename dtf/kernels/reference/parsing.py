@@ -7,7 +7,8 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.io import parsing_ops  # noqa: F401  (the op definitions, wherever kernels load)
-from dtf.io.example_wire import BYTES, FLOAT, INT64, DecodeError, example_features
+from dtf.io.example_wire import (BYTES, FLOAT, INT64, DecodeError, example_entries, example_features,
+                                 packed_int64s)
 from dtf.kernels.registry import register_kernel
 
 from .table import reference
@@ -370,29 +371,57 @@ def _parse_single_example_kernel(node):
         return general
     wanted = tuple((key, _KIND_OF[dtype.name], dtype.as_numpy_dtype)
                    for key, dtype in zip(attrs["dense_keys"], attrs["Tdense"]))
+    # (entries, where each wanted value is) of the last layout seen: records of one input
+    # share it (see example_wire.example_entries), so it is worked out once.
+    last = [(None, None)]
 
     def compute(ctx, serialized, *defaults):
         record = serialized.item() if isinstance(serialized, np.ndarray) else serialized
         if type(record) is not bytes:
             return general(ctx, serialized, *defaults)
         try:
-            feats = example_features(record)
+            entries = example_entries(record)
         except DecodeError:
-            return general(ctx, serialized, *defaults)  # raises it as TF words it
+            entries = None
+        seen, places = last[0]
+        if entries is not seen:
+            places = _value_places(entries, wanted) if entries is not None else None
+            last[0] = (entries, places)
+        if places is None:
+            return general(ctx, serialized, *defaults)  # a default, an error, another layout
         out = []
-        for key, kind, np_dtype in wanted:
-            found = feats.get(key)
-            if found is None or found[0] != kind or len(found[1]) != 1:
-                return general(ctx, serialized, *defaults)  # a default, or an error
+        for kind, a, b, np_dtype in places:
             if kind == BYTES:
                 v = np.empty((), dtype=object)
-                v[()] = bytes(found[1][0])
+                v[()] = record[a:b]
+            elif kind == INT64:
+                values = packed_int64s(record, a, b)
+                if len(values) != 1:
+                    return general(ctx, serialized, *defaults)
+                v = np.asarray(values[0], dtype=np_dtype)
             else:
-                v = np.asarray(found[1][0], dtype=np_dtype)
+                v = np.asarray(np.frombuffer(record, "<f4", 1, a)[0], dtype=np_dtype)
             out.append(v)
         return tuple(out) if len(out) != 1 else out[0]
 
     return compute
+
+
+def _value_places(entries, wanted):
+    """(kind, start, end, numpy dtype) of each wanted feature's one value, or None when
+    one is missing, of another kind or not one value (the general path then gives the
+    default or TF's error)."""
+    found = {key: (kind, ranges) for key, kind, ranges in entries}  # a later entry wins
+    places = []
+    for key, kind, np_dtype in wanted:
+        got = found.get(key)
+        if got is None or got[0] != kind or len(got[1]) != 1:
+            return None
+        ((a, b),) = got[1]
+        if kind == FLOAT and b - a != 4:
+            return None
+        places.append((kind, a, b, np_dtype))
+    return tuple(places)
 
 
 @register_kernel("DecodeRaw", "CPU", label="numpy, per-record fast path")

@@ -23,8 +23,9 @@ def _tfrecord(attrs, path):
     f = open_file(path, attrs.get("compression_type", ""))
     try:
         offset = 0
+        prefix = f"{path}:"
         for record in tfrecord_records(f, path):
-            yield f"{path}:{offset}", record
+            yield prefix + str(offset), record
             offset += len(record) + 16
     finally:
         f.close()

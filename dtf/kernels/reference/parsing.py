@@ -430,13 +430,15 @@ def _decode_raw_kernel(node):
     dtype = np.dtype(attrs["out_type"].as_numpy_dtype)
     dtype = dtype.newbyteorder("<" if attrs.get("little_endian", True) else ">")
     native = dtype.newbyteorder("=")
+    swap = native != dtype  # bytes of the other order: astype makes a native copy
     itemsize = dtype.itemsize
 
     def compute(ctx, data):
         if isinstance(data, np.ndarray) and data.ndim == 0:
             b = data.item()
             if type(b) is bytes and not len(b) % itemsize:
-                return np.frombuffer(b, dtype=dtype).astype(native, copy=False)
+                out = np.frombuffer(b, dtype=dtype)
+                return out.astype(native) if swap else out
         return decode_raw(attrs, data)
 
     return compute

@@ -108,6 +108,28 @@ class LocalBackend:
         run_metadata.step_stats.dev_stats.append(dev)
         return out
 
+    def prepare(self, fetches, targets):
+        """``run`` of one signature without feeds, options or metadata, as a function of no
+        arguments (see Session.make_callable), or None where the generic path must run
+        (a step on a GPU, placement logging). The signature's plan and timeout are looked
+        up once; every call still checks nodes added to the graph since."""
+        self._check_devices()
+        if self._pins_gpu(fetches, (), targets) or self._config.log_device_placement:
+            return None
+        plan = self._executor.plan(fetches, (), targets, self._lookup)
+        timeout_s = int(getattr(self._config, "operation_timeout_in_ms", 0) or 0) / 1000.0
+        state, step_ids, check_devices = self._state, self._step_ids, self._check_devices
+        nodes = self._graph._nodes_in_order
+
+        def run():
+            if self._placed != len(nodes):
+                check_devices()
+            deadline = time.monotonic() + timeout_s if timeout_s > 0 else None
+            return plan.run(StepContext(state, next(step_ids), deadline=deadline,
+                                        device=LOCAL_DEVICE), ())
+
+        return run
+
     def list_devices(self):
         from dtf.runtime.devices import gpu_count
 

@@ -221,13 +221,28 @@ class BaseSession:
         return tuple(k for k, _ in items), [v for _, v in items]
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
-        feed_list = list(feed_list or [])
+        """A function that runs the step of ``fetches``, fed from its arguments in the
+        order of ``feed_list``. Without a feed list the step's plan is worked out once, on
+        the first call, and each call only runs it: a queue runner's thread calls one for
+        every record it enqueues (TF's QueueRunner does too)."""
+        if feed_list is not None:
+            if not isinstance(feed_list, (list, tuple)):
+                raise TypeError("Argument `feed_list` must be a list or tuple. Received: "
+                                f"feed_list={feed_list}")
+            feed_list = list(feed_list)
 
-        def call(*args, **kwargs):
-            return self.run(fetches, dict(zip(feed_list, args)), kwargs.get("options"),
-                            kwargs.get("run_metadata"))
+            def generic_run(*feed_args, **kwargs):
+                return self.run(fetches, dict(zip(feed_list, feed_args)), **kwargs)
 
-        return call
+            return generic_run
+        fplan = _FetchPlan(self._graph, fetches)  # bad fetches fail here, as in TF
+        if accept_options:
+            def run_with_options(options=None, run_metadata=None):
+                _check_open_for_callable(self)
+                return self.run(fetches, None, options, run_metadata)
+
+            return run_with_options
+        return _PreparedCall(self, fetches, fplan)
 
     def close(self):
         if not self._closed:
@@ -295,6 +310,42 @@ def _fetch_key(fetches):
     if hasattr(fetches, "_composite_parts"):
         return id(fetches)
     raise TypeError("uncacheable fetch")
+
+
+def _check_open_for_callable(sess):
+    # TF's callables run on the session's C handle, which reports the closed session as
+    # a CancelledError (Session.run raises RuntimeError).
+    if sess._closed:
+        raise errors.CancelledError(None, None, "Session has been closed.")
+
+
+class _PreparedCall:
+    """``Session.make_callable(fetches)`` without feeds: the backend's runner of the
+    step (``backend.prepare``, where it has one) is looked up once; every call then skips
+    the fetch, feed and plan lookups of ``Session.run``."""
+
+    __slots__ = ("_sess", "_fetches", "_fplan", "_step")
+
+    def __init__(self, sess, fetches, fplan):
+        self._sess = sess
+        self._fetches = fetches
+        self._fplan = fplan
+        self._step = None
+
+    def __call__(self):
+        sess = self._sess
+        _check_open_for_callable(sess)
+        step = self._step
+        if step is None:
+            prepare = getattr(sess._backend, "prepare", None)
+            step = prepare(self._fplan.fetch_names, self._fplan.target_names) if prepare else None
+            if step is None:  # a backend or a step without a prepared form
+                return sess.run(self._fetches)
+            self._step = step
+        values = step()
+        it = iter(values)
+        return self._fplan.builder([_to_output(next(it)) if is_tensor else None
+                                    for is_tensor in self._fplan.is_tensor])
 
 
 class _SessionAsDefault:

@@ -55,7 +55,8 @@ def fields(data, start, end):
             pos = nxt
 
 
-def _varints(data, a, b):
+def packed_int64s(data, a, b):
+    """The int64s of the packed varints in data[a:b]."""
     out = []
     while a < b:
         v, a = decode_varint(data, a)
@@ -83,7 +84,7 @@ def _feature_values(data, a, b):
                 elif w == 5:
                     values.append(np.frombuffer(data, "<f4", 1, x))
             elif w == LEN:
-                values.extend(_varints(data, x, y))
+                values.extend(packed_int64s(data, x, y))
             elif w == 0:
                 values.append(x - (1 << 64) if x >= 1 << 63 else x)
         if kind == FLOAT:
@@ -140,10 +141,12 @@ _TAG_1_LEN, _TAG_2_LEN = 0x0A, 0x12
 _KIND_OF_TAG = {0x0A: BYTES, 0x12: FLOAT, 0x1A: INT64}
 
 
-def _example_features_fast(data) -> dict:
+def _example_entries_fast(data) -> list:
     """The layout TF's serializers produce, walked without generators: every tag a single
-    byte, lists packed. Anything else raises _Unusual."""
-    out = {}
+    byte, lists packed. Anything else raises _Unusual. Gives each map entry as
+    ``(key, kind, ranges)``: where its values' bytes are (see _entry_values); the walk
+    itself reads only the other bytes (tags, lengths, keys)."""
+    entries = []
     end = len(data)
     pos = 0
     while pos < end:
@@ -156,24 +159,25 @@ def _example_features_fast(data) -> dict:
                 raise _Unusual
             n, pos = _length(data, pos + 1, features_end)
             entry_end = pos + n
-            key, value = "", (0, [])
+            key, kind, ranges = "", 0, ()
             while pos < entry_end:
                 tag = data[pos]
                 n, pos = _length(data, pos + 1, entry_end)
                 if tag == _TAG_1_LEN:
                     key = data[pos:pos + n].decode("utf-8", "replace")
                 elif tag == _TAG_2_LEN:
-                    value = _feature_fast(data, pos, pos + n)
+                    kind, ranges = _feature_ranges(data, pos, pos + n)
                 else:
                     raise _Unusual
                 pos += n
-            out[key] = value
-    return out
+            entries.append((key, kind, ranges))
+    return entries
 
 
-def _feature_fast(data, pos, end):
+def _feature_ranges(data, pos, end):
+    """(kind, ranges) of a Feature: (start, end) of each bytes value, or of a packed list."""
     if pos == end:
-        return 0, []
+        return 0, ()
     kind = _KIND_OF_TAG.get(data[pos])
     if kind is None:
         raise _Unusual
@@ -182,23 +186,97 @@ def _feature_fast(data, pos, end):
     if pos + n != end:
         raise _Unusual
     if kind == BYTES:
-        values = []
+        ranges = []
         while pos < list_end:
             if data[pos] != _TAG_1_LEN:
                 raise _Unusual
             n, pos = _length(data, pos + 1, list_end)
-            values.append(data[pos:pos + n])
+            ranges.append((pos, pos + n))
             pos += n
-        return BYTES, values
+        return BYTES, tuple(ranges)
     if pos == list_end:
-        return kind, np.zeros(0, np.float32) if kind == FLOAT else []
+        return kind, ()
     if data[pos] != _TAG_1_LEN:
         raise _Unusual  # unpacked repeated values
     n, pos = _length(data, pos + 1, list_end)
     if pos + n != list_end:
         raise _Unusual
+    if kind == FLOAT and n % 4:
+        raise DecodeError("packed floats' length is not a multiple of 4")
+    return kind, ((pos, pos + n),)
+
+
+def _entry_values(data, kind, ranges):
+    """(kind, values) of a feature from the ranges _feature_ranges found."""
+    if kind == BYTES:
+        return BYTES, [data[a:b] for a, b in ranges]
     if kind == FLOAT:
-        if n % 4:
-            raise DecodeError("packed floats' length is not a multiple of 4")
-        return FLOAT, np.frombuffer(data, "<f4", n // 4, pos)
-    return INT64, _varints(data, pos, list_end)
+        if not ranges:
+            return FLOAT, np.zeros(0, np.float32)
+        ((a, b),) = ranges
+        return FLOAT, np.frombuffer(data, "<f4", (b - a) // 4, a)
+    if kind == INT64:
+        if not ranges:
+            return INT64, []
+        ((a, b),) = ranges
+        return INT64, packed_int64s(data, a, b)
+    return 0, []
+
+
+def _example_features_fast(data) -> dict:
+    """What example_features gives, for records laid out as TF writes them (else _Unusual)."""
+    out = {}
+    for key, kind, ranges in _entries(data):
+        out[key] = _entry_values(data, kind, ranges)
+    return out
+
+
+def example_entries(data: bytes):
+    """``(key, kind, ranges)`` of each map entry of a serialized Example (see
+    _feature_ranges; _entry_values makes the values), or None when its layout is not the
+    one TF's serializers write (example_features then reads it the generic way). Records
+    of one layout give the same object, so a kernel may work out once what it takes from
+    them."""
+    try:
+        return _entries(data)
+    except _Unusual:
+        return None
+
+
+def _entries(data):
+    """Records of one input mostly share their layout: the same keys, kinds and value
+    counts at the same offsets, only the values differ. The layout of a record (its bytes
+    outside the values, keyed by its length) is kept, and a record whose length and bytes
+    outside those ranges are the same has the same entries at the same places, since the
+    walk reads nothing else: they are taken from there without walking (a third of a
+    queue-runner step's parse)."""
+    layout = _LAYOUTS.get(len(data)) if isinstance(data, bytes) else None
+    if layout is not None:
+        skeleton, entries = layout
+        for at, part in skeleton:  # a loop, not all(): no generator frame
+            if not data.startswith(part, at):
+                break
+        else:
+            return entries
+    entries = tuple(_example_entries_fast(data))
+    if len(_LAYOUTS) >= _MAX_LAYOUTS:
+        _LAYOUTS.clear()
+    _LAYOUTS[len(data)] = (_skeleton(data, entries), entries)
+    return entries
+
+
+# record length -> (skeleton, entries) of the last record of that length read the fast way
+_LAYOUTS: dict = {}
+_MAX_LAYOUTS = 64
+
+
+def _skeleton(data, entries):
+    """((offset, bytes), ...): the record's bytes outside its values' ranges."""
+    parts, at = [], 0
+    for a, b in sorted(r for _, _, ranges in entries for r in ranges):
+        if a > at:
+            parts.append((at, bytes(data[at:a])))
+        at = b
+    if at < len(data):
+        parts.append((at, bytes(data[at:])))
+    return tuple(parts)

@@ -62,6 +62,13 @@ class ResourceManager:
         return r
 
     def get_or_create(self, container: str, name: str, make):
+        # Every step of a queue pipeline looks its queues and readers up, from several
+        # threads at once: an existing resource is found without the lock, as a variable is.
+        c = self._containers.get(container)
+        if c is not None:
+            r = c.get(name)
+            if r is not None:
+                return r
         with self._lock:
             c = self._containers.setdefault(container, {})
             r = c.get(name)

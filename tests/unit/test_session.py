@@ -202,3 +202,39 @@ def test_matmul_operator_names_its_op_like_tf():
     a, b = tf.ones([2, 3]), tf.ones([3, 4])
     assert (a @ b).name == "matmul:0"
     assert tf.matmul(a, b).name == "MatMul_1:0"  # names are unique case-insensitively
+
+
+def test_make_callable_runs_its_step_like_run_and_fails_like_tf():
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0)
+        inc = tf.assign_add(v, 2.0)
+        x = tf.placeholder(tf.float32, [2])
+        y = x * 3.0
+        nothing = tf.no_op()
+    sess = tf.Session(graph=g)
+    sess.run(v.initializer)
+    step = sess.make_callable(inc.op)
+    assert step() is None and step() is None
+    assert sess.run(v) == 5.0
+    read = sess.make_callable({"v": v, "both": (v, nothing)})
+    assert read() == {"v": 5.0, "both": (5.0, None)}
+    assert sess.make_callable(y, feed_list=[x])([1.0, 2.0]).tolist() == [3.0, 6.0]
+    with pytest.raises(TypeError, match="feed_list"):
+        sess.make_callable(y, feed_list=x)
+    traced = sess.make_callable(v, accept_options=True)
+    meta = tf.RunMetadata()
+    assert traced(options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta) == 5.0
+    assert meta.step_stats.dev_stats
+    with pytest.raises(TypeError):
+        sess.make_callable(None)
+    with pytest.raises(TypeError):
+        step(1)
+    with g.as_default():  # a node added later is still placed before the next call
+        with tf.device("/job:ps/task:0"):
+            tf.constant(1.0, name="elsewhere")
+    with pytest.raises(errors.InvalidArgumentError, match="elsewhere"):
+        step()
+    sess.close()
+    with pytest.raises(errors.CancelledError, match="closed"):
+        read()

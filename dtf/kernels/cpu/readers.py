@@ -23,8 +23,9 @@ def _tfrecord(attrs, path):
     f = open_file(path, attrs.get("compression_type", ""))
     try:
         offset = 0
+        prefix = f"{path}:"
         for record in tfrecord_records(f, path):
-            yield f"{path}:{offset}", record
+            yield prefix + str(offset), record
             offset += len(record) + 16
     finally:
         f.close()
@@ -87,14 +88,30 @@ class ReaderResource(_Resource):
         with self.lock:
             return self._read(ctx, queue, node, n)
 
+    def read_one(self, ctx, queue, node):
+        """The next (key, value): ``read(..., n=1)``'s one pair, without its list (the
+        step of a queue runner that reads records one by one)."""
+        with self.lock:
+            while True:
+                if self.current is None:
+                    self.current = iter(self.records_of(self.attrs, self._next_work(ctx, queue, node)))
+                pair = next(self.current, None)
+                if pair is not None:
+                    self.produced += 1
+                    return pair
+                self.current = None
+                self.completed += 1
+
+    def _next_work(self, ctx, queue, node):
+        (el,) = queue.dequeue(ctx, 1, -1, node)
+        work = el[0].item() if isinstance(el[0], np.ndarray) else el[0]
+        return work.decode() if isinstance(work, bytes) else str(work)
+
     def _read(self, ctx, queue, node, n):
         out = []
         while not out:
             if self.current is None:
-                (el,) = queue.dequeue(ctx, 1, -1, node)
-                work = el[0].item() if isinstance(el[0], np.ndarray) else el[0]
-                work = work.decode() if isinstance(work, bytes) else str(work)
-                self.current = iter(self.records_of(self.attrs, work))
+                self.current = iter(self.records_of(self.attrs, self._next_work(ctx, queue, node)))
             for key, value in self.current:
                 out.append((key, value))
                 if len(out) == n:
@@ -120,7 +137,7 @@ def _not_parked(ctx):
 def reader_read(node):
     def compute(ctx, reader, queue):
         _not_parked(ctx)
-        ((key, value),) = reader.read(ctx, queue, node)
+        key, value = reader.read_one(ctx, queue, node)
         return _scalar(key.encode()), _scalar(value)
 
     return compute

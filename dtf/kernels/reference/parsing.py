@@ -7,7 +7,10 @@ import numpy as np
 
 from dtf.framework import errors
 from dtf.io import parsing_ops  # noqa: F401  (the op definitions, wherever kernels load)
-from dtf.io.example_wire import BYTES, FLOAT, INT64, DecodeError, example_features
+from dtf.io.example_wire import (BYTES, FLOAT, INT64, DecodeError, example_entries, example_features,
+                                 packed_int64s)
+from dtf.kernels.registry import register_kernel
+
 from .table import reference
 
 _KIND_OF = {"float32": FLOAT, "int64": INT64, "string": BYTES}
@@ -350,3 +353,92 @@ def matching_files(attrs, pattern):
     for p in np.asarray(pattern, dtype=object).reshape(-1):
         names.update(glob.glob(p.decode() if isinstance(p, bytes) else str(p)))
     return np.asarray([n.encode() for n in sorted(names)], dtype=object).reshape(-1)
+
+
+# -- the CPU kernels of the per-record ops ------------------------------------------------
+# The reference functions above are also the fallback kernels, called with the node's
+# attributes on every call. A queue runner's thread runs ParseSingleExample and DecodeRaw
+# once per record, so their kernels work out what depends only on the node once per plan
+# and take the common case (one scalar string in, FixedLenFeatures of one value each)
+# directly; everything else goes through the functions above, for the same results and
+# errors.
+@register_kernel("ParseSingleExample", "CPU", label="numpy, per-record fast path")
+def _parse_single_example_kernel(node):
+    attrs = node.attrs
+    _, variable = parsing_ops.dense_layout(attrs)
+    general = lambda ctx, serialized, *defaults: _parse(attrs, serialized, defaults, True)  # noqa: E731
+    if attrs.get("sparse_keys") or any(variable) or any(attrs["dense_shapes"]):
+        return general
+    wanted = tuple((key, _KIND_OF[dtype.name], dtype.as_numpy_dtype)
+                   for key, dtype in zip(attrs["dense_keys"], attrs["Tdense"]))
+    # (entries, where each wanted value is) of the last layout seen: records of one input
+    # share it (see example_wire.example_entries), so it is worked out once.
+    last = [(None, None)]
+
+    def compute(ctx, serialized, *defaults):
+        record = serialized.item() if isinstance(serialized, np.ndarray) else serialized
+        if type(record) is not bytes:
+            return general(ctx, serialized, *defaults)
+        try:
+            entries = example_entries(record)
+        except DecodeError:
+            entries = None
+        seen, places = last[0]
+        if entries is not seen:
+            places = _value_places(entries, wanted) if entries is not None else None
+            last[0] = (entries, places)
+        if places is None:
+            return general(ctx, serialized, *defaults)  # a default, an error, another layout
+        out = []
+        for kind, a, b, np_dtype in places:
+            if kind == BYTES:
+                v = np.empty((), dtype=object)
+                v[()] = record[a:b]
+            elif kind == INT64:
+                values = packed_int64s(record, a, b)
+                if len(values) != 1:
+                    return general(ctx, serialized, *defaults)
+                v = np.asarray(values[0], dtype=np_dtype)
+            else:
+                v = np.asarray(np.frombuffer(record, "<f4", 1, a)[0], dtype=np_dtype)
+            out.append(v)
+        return tuple(out) if len(out) != 1 else out[0]
+
+    return compute
+
+
+def _value_places(entries, wanted):
+    """(kind, start, end, numpy dtype) of each wanted feature's one value, or None when
+    one is missing, of another kind or not one value (the general path then gives the
+    default or TF's error)."""
+    found = {key: (kind, ranges) for key, kind, ranges in entries}  # a later entry wins
+    places = []
+    for key, kind, np_dtype in wanted:
+        got = found.get(key)
+        if got is None or got[0] != kind or len(got[1]) != 1:
+            return None
+        ((a, b),) = got[1]
+        if kind == FLOAT and b - a != 4:
+            return None
+        places.append((kind, a, b, np_dtype))
+    return tuple(places)
+
+
+@register_kernel("DecodeRaw", "CPU", label="numpy, per-record fast path")
+def _decode_raw_kernel(node):
+    attrs = node.attrs
+    dtype = np.dtype(attrs["out_type"].as_numpy_dtype)
+    dtype = dtype.newbyteorder("<" if attrs.get("little_endian", True) else ">")
+    native = dtype.newbyteorder("=")
+    swap = native != dtype  # bytes of the other order: astype makes a native copy
+    itemsize = dtype.itemsize
+
+    def compute(ctx, data):
+        if isinstance(data, np.ndarray) and data.ndim == 0:
+            b = data.item()
+            if type(b) is bytes and not len(b) % itemsize:
+                out = np.frombuffer(b, dtype=dtype)
+                return out.astype(native) if swap else out
+        return decode_raw(attrs, data)
+
+    return compute

@@ -12,7 +12,6 @@ after training. A worker: ``python -m bench.dist_cnn --worker --impl dtf|tf
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -74,22 +73,12 @@ def run_once(impl, python, steps):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--worker", action="store_true")
-    p.add_argument("--impl", choices=("dtf", "tf"))
-    p.add_argument("--cluster_spec")
-    p.add_argument("--task_index", type=int, default=0)
-    p.add_argument("--steps", type=int, default=200, help="local steps per worker per run")
-    p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--tf-python", default=os.environ.get("DTF_BENCH_TF_PYTHON"))
-    p.add_argument("--no-tf", action="store_true")
-    args = p.parse_args(argv)
+    from bench.training import between_graph_parser, implementations
+
+    args = between_graph_parser(__doc__, 200, "local steps per worker per run").parse_args(argv)
     if args.worker:
         return worker(args)
-    impls = {"dtf": sys.executable}
-    if not args.no_tf and args.tf_python:
-        impls["tf"] = args.tf_python
+    impls = implementations(args, sys.executable)
     rates = {impl: [] for impl in impls}
     for r in range(args.rounds):
         # Alternate the order each round: whichever runs second meets a warmer machine.

@@ -79,6 +79,31 @@ def run_between_graph(impl, python, worker_argv, ps_tasks, workers, timeout_s=30
     return results, idle, trained, notes
 
 
+def between_graph_parser(doc: str, steps_default: int, steps_help: str):
+    """The command line of a between-graph bench (bench.word2vec, bench.dist_cnn): the driver's
+    options, and the ``--worker`` form it starts each worker with."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--impl", choices=("dtf", "tf"), help=argparse.SUPPRESS)
+    p.add_argument("--cluster_spec", help=argparse.SUPPRESS)
+    p.add_argument("--task_index", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--steps", type=int, default=steps_default, help=steps_help)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--tf-python", default=os.environ.get("DTF_BENCH_TF_PYTHON"))
+    p.add_argument("--no-tf", action="store_true")
+    return p
+
+
+def implementations(args, python) -> list:
+    """[(impl, its Python)] for each round: dtf, and TensorFlow when asked for."""
+    impls = {"dtf": python}
+    if not args.no_tf and args.tf_python:
+        impls["tf"] = args.tf_python
+    return impls
+
+
 def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, grace_s=10.0):
     """One run; returns ({metric id: value}, [notes])."""
     results, _, _, notes = run_between_graph(

@@ -15,13 +15,10 @@ line on stdin, trains, prints @@RESULT {json}).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -87,44 +84,12 @@ def variable_bytes_per_ps(tf):
     return out
 
 
-def _rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
 def run_once(impl, python, steps):
-    from bench.cluster import REPO, Cluster, quiet_env, stop_process, wait_for_output
-    from bench.training import _collect
+    from bench.training import run_between_graph
 
-    cluster = Cluster(impl, {"ps": PS_TASKS, "worker": WORKERS}, python=python)
-    log_dir = tempfile.mkdtemp(prefix=f"bench-w2v-{impl}-")
-    procs, notes = [], []
-    try:
-        cluster.start_jobs("ps")
-        ps_pids = [p.pid for p in cluster.procs]
-        idle = [_rss_mb(pid) for pid in ps_pids]
-        for i in range(WORKERS):
-            log_path = os.path.join(log_dir, f"worker-{i}.log")
-            with open(log_path, "w") as log:
-                proc = subprocess.Popen(
-                    [python, "-m", "bench.word2vec", "--worker", f"--impl={impl}",
-                     f"--cluster_spec={cluster.flags_spec}", f"--task_index={i}",
-                     f"--steps={steps}"], stdin=subprocess.PIPE, stdout=log,
-                    stderr=subprocess.STDOUT, cwd=REPO, env=quiet_env(), text=True)
-            procs.append((proc, log_path))
-            wait_for_output(proc, log_path, "@@READY", 300.0, f"{impl} worker {i}")
-        for proc, _ in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        results = _collect(procs, 600.0, 30.0, notes, impl)
-        trained = [_rss_mb(pid) for pid in ps_pids]
-    finally:
-        for proc, _ in procs:
-            stop_process(proc, grace_s=2.0)
-        cluster.stop()
+    results, idle, trained, notes = run_between_graph(
+        impl, python, ["bench.word2vec", "--worker", f"--impl={impl}", f"--steps={steps}"],
+        PS_TASKS, WORKERS, timeout_s=600.0, grace_s=30.0, ready_timeout_s=300.0)
     if not results:
         raise RuntimeError(f"no {impl} worker finished: {notes}")
     window = max(r["end"] for r in results) - min(r["start"] for r in results)
@@ -148,22 +113,12 @@ def report(impl, out):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--worker", action="store_true")
-    p.add_argument("--impl", choices=("dtf", "tf"))
-    p.add_argument("--cluster_spec")
-    p.add_argument("--task_index", type=int, default=0)
-    p.add_argument("--steps", type=int, default=400, help="global steps per run")
-    p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--tf-python", default=os.environ.get("DTF_BENCH_TF_PYTHON"))
-    p.add_argument("--no-tf", action="store_true")
-    args = p.parse_args(argv)
+    from bench.training import between_graph_parser, implementations
+
+    args = between_graph_parser(__doc__, 400, "global steps per run").parse_args(argv)
     if args.worker:
         return worker(args)
-    impls = {"dtf": sys.executable}
-    if not args.no_tf and args.tf_python:
-        impls["tf"] = args.tf_python
+    impls = implementations(args, sys.executable)
     print("ps memory growth = VmRSS after training - VmRSS idle (task started, before any "
           "graph arrived), beside the bytes of the variables placed on that task")
     speeds = {impl: [] for impl in impls}

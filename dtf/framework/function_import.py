@@ -44,27 +44,13 @@ def _attrs_of(node):
 
 
 def _order(fname, nodes):
-    """FunctionDef nodes in dependency order (a FunctionDef may list them in any order)."""
-    order, state = [], {}
-    for start in nodes:
-        stack = [(start, False)]
-        while stack:
-            name, done = stack.pop()
-            if done:
-                state[name] = 2
-                order.append(nodes[name])
-                continue
-            if state.get(name) == 2:
-                continue
-            if state.get(name) == 1:
-                raise ValueError(f"function {fname!r}: its nodes form a cycle through {name!r}")
-            state[name] = 1
-            stack.append((name, True))
-            for i in nodes[name].input:
-                src = i.lstrip("^").split(":")[0]
-                if src in nodes and state.get(src) != 2:
-                    stack.append((src, False))
-    return order
+    """FunctionDef nodes in dependency order (a FunctionDef may list them in any order; its
+    inputs read ``node:output_arg:index``)."""
+    from .importer import dependency_order
+
+    return dependency_order(
+        nodes, lambda inp: inp.lstrip("^").split(":")[0],
+        lambda name: ValueError(f"function {fname!r}: its nodes form a cycle through {name!r}"))
 
 
 def import_function(fdef: pb.FunctionDef, library, outer, name: str, arg_shapes=None):

@@ -122,15 +122,13 @@ def _split_input(name: str):
     return name, 0
 
 
-def _topological(nodes):
-    by_name = {}
-    for node in nodes:
-        if node.name in by_name:
-            raise ValueError(f"import_graph_def: duplicate node name {node.name!r} in the GraphDef")
-        by_name[node.name] = node
-    order, state = [], {}
-
-    def visit(start):
+def dependency_order(by_name: dict, source_of, cycle_error) -> list:
+    """The nodes of ``by_name`` ({name: NodeDef}) with every node after the nodes it reads
+    (``source_of(input string)`` names the producer; inputs from elsewhere are ignored).
+    A cycle raises ``cycle_error(node name)``. Iterative, so deep graphs do not hit the
+    recursion limit."""
+    order, state = [], {}  # state: 1 while a node's inputs are being placed, 2 once placed
+    for start in by_name:
         stack = [(start, False)]
         while stack:
             name, done = stack.pop()
@@ -141,22 +139,26 @@ def _topological(nodes):
             if state.get(name) == 2:
                 continue
             if state.get(name) == 1:
-                raise ValueError(f"import_graph_def: the GraphDef has a cycle through node "
-                                 f"{name!r} (TF1 control-flow loops are not supported by dtf)")
+                raise cycle_error(name)
             state[name] = 1
             stack.append((name, True))
             for inp in by_name[name].input:
-                src, _ = _split_input(inp)
+                src = source_of(inp)
                 if src in by_name and state.get(src) != 2:
-                    if state.get(src) == 1:
-                        raise ValueError(f"import_graph_def: the GraphDef has a cycle through node "
-                                         f"{src!r} (TF1 control-flow loops are not supported by dtf)")
                     stack.append((src, False))
-
-    for node in nodes:
-        if state.get(node.name) != 2:
-            visit(node.name)
     return order
+
+
+def _topological(nodes):
+    by_name = {}
+    for node in nodes:
+        if node.name in by_name:
+            raise ValueError(f"import_graph_def: duplicate node name {node.name!r} in the GraphDef")
+        by_name[node.name] = node
+    return dependency_order(
+        by_name, lambda inp: _split_input(inp)[0],
+        lambda name: ValueError(f"import_graph_def: the GraphDef has a cycle through node "
+                                f"{name!r} (TF1 control-flow loops are not supported by dtf)"))
 
 
 def _normalized_input_map(graph, input_map):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import dtypes, graph_io
+from . import cond_v1_import, dtypes, graph_io
 from . import graph_pb as pb
 from . import op_registry
 from . import ops as _ops
@@ -158,7 +158,8 @@ def _topological(nodes):
     return dependency_order(
         by_name, lambda inp: _split_input(inp)[0],
         lambda name: ValueError(f"import_graph_def: the GraphDef has a cycle through node "
-                                f"{name!r} (TF1 control-flow loops are not supported by dtf)"))
+                                f"{name!r} (TF1 while loops, Enter/NextIteration frames, are not supported by "
+                                "dtf; TF's control flow v2 writes While ops, which import)"))
 
 
 def _normalized_input_map(graph, input_map):
@@ -216,28 +217,42 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         from .function_def import FunctionLibrary
 
         library = FunctionLibrary.from_proto(graph_def.library)
+    nodes = _topological(list(graph_def.node))
     with graph.name_scope(None if name == "" else (name or "import")) as scope:
-        for node in _topological(list(graph_def.node)):
-            inputs, controls = [], []
-            for inp in node.input:
-                src, idx = _split_input(inp)
-                key = ("^", src) if idx is None else (src, idx)
-                if key in mapped:
-                    unused.discard(key)
-                    (controls if idx is None else inputs).append(mapped[key])
-                    continue
-                if src not in created:
-                    raise ValueError(f"import_graph_def: node {node.name!r}: input {inp!r} names "
-                                     "a node that is not in the GraphDef")
-                op = created[src]
-                if idx is None:
-                    controls.extend(op._ops if isinstance(op, _Expanded) else [op])
-                elif idx >= len(op.outputs):
-                    raise ValueError(f"import_graph_def: node {node.name!r}: input {inp!r}: "
-                                     f"{src!r} has only {len(op.outputs)} outputs")
+        def resolve(inp):
+            src, idx = _split_input(inp)
+            key = ("^", src) if idx is None else (src, idx)
+            if key in mapped:
+                unused.discard(key)
+                return mapped[key]
+            if src not in created:
+                raise ValueError(f"input {inp!r} names a node that is not in the GraphDef")
+            op = created[src]
+            if idx is None:
+                return op._ops if isinstance(op, _Expanded) else op
+            if idx >= len(op.outputs):
+                raise ValueError(f"input {inp!r}: {src!r} has only {len(op.outputs)} outputs")
+            return op.outputs[idx]
+
+        def create(node, inputs, controls):
+            # inside a rebuilt TF1 cond's branch, control inputs from the graph around
+            # become control inputs of the If (the branch's graph cannot hold them)
+            g = _ops.get_default_graph()
+            inner = []
+            for c in controls:
+                if c.graph is g:
+                    inner.append(c)
                 else:
-                    inputs.append(op.outputs[idx])
-            created[node.name] = create_node(graph, node, inputs, controls, scope, library)
+                    g._add_outer_control(c)
+            return create_node(g, node, inputs, inner, scope, library)
+
+        analysis = cond_v1_import.analyse(nodes)
+        if analysis is None:
+            for node in nodes:
+                created[node.name] = create(node, *cond_v1_import.node_inputs(node, resolve))
+        else:
+            level = cond_v1_import.Level(analysis, 0, [n.name for n in nodes])
+            cond_v1_import.import_level(level, resolve, created, create)
     if unused:
         names = sorted(f"^{k[1]}" if k[0] == "^" else f"{k[0]}:{k[1]}" for k in unused)
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: [{', '.join(names)}]")

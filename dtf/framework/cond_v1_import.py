@@ -95,18 +95,33 @@ def _join(an, node, ctxs):
     return deepest
 
 
+def _initialized_value_preds(nodes):
+    """The pred tensors of initialized_value()'s conds (an Identity of, or the output of,
+    IsVariableInitialized): their Switches stay ordinary nodes for the old path."""
+    preds = set()
+    for n in nodes.values():
+        if n.op not in _SWITCHES or len(n.input) < 2:
+            continue
+        src = nodes.get(_split(n.input[1])[0])
+        while src is not None and src.op == "Identity" and src.input:
+            src = nodes.get(_split(src.input[0])[0])
+        if src is not None and src.op == "IsVariableInitialized":
+            preds.add(n.input[1])
+    return preds
+
+
 def analyse(nodes_in_order):
     """The Analysis of a GraphDef's nodes (in dependency order), or None when it has no
     TF1 cond to rebuild."""
-    ref_preds = {n.input[1] for n in nodes_in_order if n.op == "RefSwitch" and len(n.input) > 1}
-    if not any(n.op == "Switch" and len(n.input) > 1 and n.input[1] not in ref_preds
+    an = Analysis(nodes_in_order)
+    legacy = _initialized_value_preds(an.nodes)
+    if not any(n.op in _SWITCHES and len(n.input) > 1 and n.input[1] not in legacy
                for n in nodes_in_order):
         return None
-    an = Analysis(nodes_in_order)
     for node in nodes_in_order:
         ctxs = [an.out_ctx(i) for i in node.input if _split(i)[0] in an.nodes]
         if node.op == "Merge":
-            if ctxs and all(c == ctxs[0] for c in ctxs):
+            if ctxs and all(an.norm(c) == an.norm(ctxs[0]) for c in ctxs):
                 an.ctx[node.name] = ctxs[0]  # not a cond's Merge: the old path judges it
                 continue
             data = [an.out_ctx(i) for i in node.input if not i.startswith("^")]
@@ -121,7 +136,7 @@ def analyse(nodes_in_order):
             an.merge_sides[node.name] = [d[-1][1] for d in data]
             continue
         an.ctx[node.name] = _join(an, node, ctxs)
-        if node.op == "Switch" and len(node.input) > 1 and node.input[1] not in ref_preds:
+        if node.op in _SWITCHES and len(node.input) > 1 and node.input[1] not in legacy:
             # the pivot Switch(pred, pred) gets a key of its own, joined to its cond's
             # pred_id key where their branches meet
             pivot = node.input[0] == node.input[1]

@@ -117,3 +117,16 @@ def test_v1_while_loop_is_refused():
     _add(gd, "next", "NextIteration", ["merge"])
     with tf.Graph().as_default(), pytest.raises(ValueError, match="cycle through .*while loops"):
         tf.import_graph_def(gd, name="")
+
+
+def test_branch_updating_a_variable():
+    """TF1 switches the variable's reference into the branch (RefSwitch) to AssignSub it."""
+    io = np.load(os.path.join(FIXTURES, "cond_v1_assign_io.npz"))
+    gd = _graph_def("cond_v1_assign.pb")
+    assert "RefSwitch" in {n.op for n in gd.node}
+    with tf.Graph().as_default():
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as sess:
+            sess.run("init")
+            ys = [sess.run("y:0", {"x:0": io["x"], "p:0": bool(f)}) for f in io["p"]]
+    np.testing.assert_allclose(np.stack(ys), io["y"], rtol=1e-6)

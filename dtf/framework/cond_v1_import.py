@@ -67,12 +67,20 @@ class Analysis:
         self.switch_key = {}   # cond Switch name -> key
         self.merge_key = {}    # cond Merge name -> key
         self.merge_sides = {}  # cond Merge name -> side of each input
+        self.enter_key = {}    # TF1 loop Enter name -> ("frame", frame name)
+        self.exits = set()     # TF1 loop Exit names
+        self.loop_merges = {}  # TF1 loop Merge name -> (Enter name, NextIteration name)
 
     def out_ctx(self, ref):
         src, idx = _split(ref)
         base = self.ctx.get(src, ())
-        if src in self.switch_key and idx is not None:
-            return base + ((self.switch_key[src], idx),)
+        if idx is not None:
+            if src in self.switch_key:
+                return base + ((self.switch_key[src], idx),)
+            if src in self.enter_key:
+                return base + ((self.enter_key[src], "loop"),)
+            if src in self.exits:
+                return base[:-1]
         return base
 
     def norm(self, ctx):
@@ -110,16 +118,41 @@ def _initialized_value_preds(nodes):
     return preds
 
 
+def _loop_merge(an, node):
+    """Records ``node`` as a TF1 loop's Merge (of an Enter and a NextIteration) and gives it
+    the frame's context; False for any other Merge."""
+    srcs = [an.nodes.get(_split(i)[0]) for i in node.input if not i.startswith("^")]
+    ops = sorted(getattr(s, "op", "") for s in srcs)
+    if "NextIteration" not in ops and "Enter" not in ops:
+        return False
+    if ops != ["Enter", "NextIteration"]:
+        raise ValueError(f"import_graph_def: node {node.name!r} (Merge) of a TF1 while loop does "
+                         "not join one Enter and one NextIteration; dtf cannot rebuild it")
+    enter = next(s.name for s in srcs if s.op == "Enter")
+    nxt = next(s.name for s in srcs if s.op == "NextIteration")
+    an.ctx[node.name] = an.out_ctx(enter + ":0")
+    an.loop_merges[node.name] = (enter, nxt)
+    return True
+
+
+def _is_loop_switch(an, node):
+    pred = an.nodes.get(_split(node.input[1])[0])
+    return pred is not None and pred.op == "LoopCond"
+
+
 def analyse(nodes_in_order):
     """The Analysis of a GraphDef's nodes (in dependency order), or None when it has no
     TF1 cond to rebuild."""
     an = Analysis(nodes_in_order)
     legacy = _initialized_value_preds(an.nodes)
     if not any(n.op in _SWITCHES and len(n.input) > 1 and n.input[1] not in legacy
-               for n in nodes_in_order):
+               or n.op == "Enter" for n in nodes_in_order):
         return None
     for node in nodes_in_order:
-        ctxs = [an.out_ctx(i) for i in node.input if _split(i)[0] in an.nodes]
+        ins = [i for i in node.input if _split(i)[0] in an.nodes]
+        ctxs = [an.out_ctx(i) for i in ins]
+        if node.op == "Merge" and _loop_merge(an, node):
+            continue
         if node.op == "Merge":
             if ctxs and all(an.norm(c) == an.norm(ctxs[0]) for c in ctxs):
                 an.ctx[node.name] = ctxs[0]  # not a cond's Merge: the old path judges it
@@ -136,7 +169,17 @@ def analyse(nodes_in_order):
             an.merge_sides[node.name] = [d[-1][1] for d in data]
             continue
         an.ctx[node.name] = _join(an, node, ctxs)
-        if node.op in _SWITCHES and len(node.input) > 1 and node.input[1] not in legacy:
+        if node.op == "Enter":
+            frame = node.attr["frame_name"].s.decode() if "frame_name" in node.attr else ""
+            an.enter_key[node.name] = ("frame", frame)
+        elif node.op == "Exit":
+            if not an.ctx[node.name] or an.ctx[node.name][-1][1] != "loop":
+                raise ValueError(f"import_graph_def: node {node.name!r} (Exit) is not in a TF1 "
+                                 "while loop's frame")
+            an.exits.add(node.name)
+        elif node.op in _SWITCHES and len(node.input) > 1 and _is_loop_switch(an, node):
+            pass  # a loop's Switch on its LoopCond: an ordinary node of the frame
+        elif node.op in _SWITCHES and len(node.input) > 1 and node.input[1] not in legacy:
             # the pivot Switch(pred, pred) gets a key of its own, joined to its cond's
             # pred_id key where their branches meet
             pivot = node.input[0] == node.input[1]
@@ -165,6 +208,8 @@ class Level:
                 unit_of[name] = ("cond", an.key(an.switch_key[name]))
             elif name in an.merge_key:
                 unit_of[name] = ("cond", an.key(an.merge_key[name]))
+            elif name in an.enter_key:
+                unit_of[name] = ("cond", an.enter_key[name])
             else:
                 unit_of[name] = name
         members = {}
@@ -268,7 +313,12 @@ def import_level(level, resolve, created, create_node):
     an = level.an
     for unit, members in level.units():
         if isinstance(unit, tuple):
-            created.update(build_cond(an, level.depth, members, resolve, create_node))
+            if unit[1][0] == "frame":
+                from .while_v1_import import build_loop
+
+                created.update(build_loop(an, level.depth, members, resolve, create_node))
+            else:
+                created.update(build_cond(an, level.depth, members, resolve, create_node))
             continue
         node = an.nodes[unit]
         created[unit] = create_node(node, *node_inputs(node, resolve))

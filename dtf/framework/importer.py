@@ -155,11 +155,17 @@ def _topological(nodes):
         if node.name in by_name:
             raise ValueError(f"import_graph_def: duplicate node name {node.name!r} in the GraphDef")
         by_name[node.name] = node
+    def source_of(inp):
+        # a TF1 loop's NextIteration -> Merge edge is its back edge: the loop is rebuilt
+        # as one While (cond_v1_import), so ordering ignores it
+        src = _split_input(inp)[0]
+        node = by_name.get(src)
+        return None if node is not None and node.op == "NextIteration" else src
+
     return dependency_order(
-        by_name, lambda inp: _split_input(inp)[0],
+        by_name, source_of,
         lambda name: ValueError(f"import_graph_def: the GraphDef has a cycle through node "
-                                f"{name!r} (TF1 while loops, Enter/NextIteration frames, are not supported by "
-                                "dtf; TF's control flow v2 writes While ops, which import)"))
+                                f"{name!r} (only a TF1 while loop's NextIteration -> Merge edge may close one)"))
 
 
 def _normalized_input_map(graph, input_map):

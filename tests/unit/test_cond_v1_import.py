@@ -1,6 +1,7 @@
-"""TF1 graphs with control flow v1 (Switch/Merge conds) imported as dtf If ops
-(dtf/framework/cond_v1_import.py), checked against the values real TF computed for the
-fixtures of tests/fixtures/tf/make_fixtures.py (cond_v1_graph, bn_v1_frozen)."""
+"""TF1 graphs with control flow v1 (Switch/Merge conds, Enter/Exit loop frames) imported
+as dtf If and While ops (dtf/framework/cond_v1_import.py, while_v1_import.py), checked
+against the values real TF computed for the fixtures of tests/fixtures/tf/make_fixtures.py
+(cond_v1_graph, cond_v1_assign, bn_v1_frozen, while_v1_graph)."""
 import os
 
 import numpy as np
@@ -109,14 +110,48 @@ def test_node_reading_both_branches_is_refused():
         tf.import_graph_def(gd, name="")
 
 
-def test_v1_while_loop_is_refused():
+def test_switch_without_merge_is_refused():
     gd = _cond_skeleton()
+    _add(gd, "t", "Neg", ["sw:1"])
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="Switch 'sw' has no Merge"):
+        tf.import_graph_def(gd, name="")
+
+
+def test_v1_loop_merge_without_loop_cond_is_refused():
+    gd = pb.GraphDef()
+    gd.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
     enter = _add(gd, "enter", "Enter", ["x"])
     enter.attr["frame_name"].s = b"loop"
     _add(gd, "merge", "Merge", ["enter", "next"])
     _add(gd, "next", "NextIteration", ["merge"])
-    with tf.Graph().as_default(), pytest.raises(ValueError, match="cycle through .*while loops"):
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="Merge 'merge'.*no LoopCond"):
         tf.import_graph_def(gd, name="")
+
+
+def test_cycle_without_next_iteration_is_refused():
+    gd = _cond_skeleton()
+    _add(gd, "a", "Neg", ["b"])
+    _add(gd, "b", "Neg", ["a"])
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="cycle through node"):
+        tf.import_graph_def(gd, name="")
+
+
+@pytest.mark.parametrize("trips", [0, 1, 4])
+def test_v1_while_loops_compute_what_tf_computed(trips):
+    """A loop with a cond and a captured tensor in its body, and a loop nested in a loop."""
+    io = np.load(os.path.join(FIXTURES, "while_v1_io.npz"))
+    gd = _graph_def("while_v1_graph.pb")
+    assert {"Enter", "Exit", "NextIteration", "LoopCond"} <= {n.op for n in gd.node}
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(gd, name="")
+        assert "While" in {op.type for op in g.get_operations()}
+        assert g.get_operation_by_name("loop/Exit_1").type == "Identity"
+        with tf.Session() as sess:
+            acc, count, nested = sess.run(["acc:0", "count:0", "nested:0"],
+                                          {"x:0": io["x"], "n:0": trips})
+    np.testing.assert_allclose(acc, io[f"acc_{trips}"], rtol=1e-6)
+    assert count == io[f"count_{trips}"]
+    np.testing.assert_allclose(nested, io[f"nested_{trips}"], rtol=1e-6)
 
 
 def test_branch_updating_a_variable():

@@ -165,3 +165,20 @@ def test_branch_updating_a_variable():
             sess.run("init")
             ys = [sess.run("y:0", {"x:0": io["x"], "p:0": bool(f)}) for f in io["p"]]
     np.testing.assert_allclose(np.stack(ys), io["y"], rtol=1e-6)
+
+
+def test_imported_v1_graph_exports_as_functional_control_flow():
+    """What dtf rebuilt exports as If/While with FunctionDefs (no Switch/Merge/Enter) and
+    imports again to the same values."""
+    io = np.load(os.path.join(FIXTURES, "while_v1_io.npz"))
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(_graph_def("while_v1_graph.pb"), name="")
+        out = g.as_graph_def()
+    ops = {n.op for n in out.node}
+    assert "While" in ops and not ops & {"Switch", "Merge", "Enter", "Exit", "NextIteration"}
+    with tf.Graph().as_default():
+        tf.import_graph_def(out, name="")
+        with tf.Session() as sess:
+            acc, nested = sess.run(["acc:0", "nested:0"], {"x:0": io["x"], "n:0": 4})
+    np.testing.assert_allclose(acc, io["acc_4"], rtol=1e-6)
+    np.testing.assert_allclose(nested, io["nested_4"], rtol=1e-6)

@@ -20,7 +20,8 @@ graph per branch, so the import finds the regions and rebuilds them:
    (captured from the graph around). Each Merge becomes an ``IdentityN`` of the same name over
    (the If's output, value_index), so its tensors keep their names.
 
-The one shape left to the old path (importer._EXPANSIONS) is ``initialized_value()``'s cond:
+TF1 while loops (Enter/Exit frames) get the same treatment, a frame being one more kind of
+context; dtf/framework/while_v1_import.py builds them. The one shape left to the old path (importer._EXPANSIONS) is ``initialized_value()``'s cond:
 a RefSwitch of a variable, which an If would read before it runs.
 """
 from __future__ import annotations
@@ -189,27 +190,28 @@ def analyse(nodes_in_order):
 
 # -- building ---------------------------------------------------------------------------
 class Level:
-    """The nodes of one level (the outer graph, or one branch of a cond): ``resolve(ref)``
-    gives the tensor (or op, for ``^name``) a NodeDef input names."""
+    """The nodes (``names``) of one level: the outer graph (depth 0), or one branch of a
+    cond or a loop's cond or body one deeper than the level holding it."""
 
     def __init__(self, an, depth, names):
         self.an, self.depth, self.names = an, depth, names
 
     def units(self):
-        """{unit: member names} in dependency order; a unit is a node name, or ("cond", key)
-        for a cond of this level (its Switches, Merges and everything in its branches)."""
+        """[(unit, member names)] in dependency order; a unit is a node name, or
+        ("region", key) for a cond of this level (its Switches, Merges and everything in its
+        branches) or a while loop (key ("frame", name): its Enters and all of its frame)."""
         an, d = self.an, self.depth
         unit_of = {}
         for name in self.names:
             c = an.norm(an.ctx[name])
             if len(c) > d:
-                unit_of[name] = ("cond", c[d][0])
+                unit_of[name] = ("region", c[d][0])
             elif name in an.switch_key:
-                unit_of[name] = ("cond", an.key(an.switch_key[name]))
+                unit_of[name] = ("region", an.key(an.switch_key[name]))
             elif name in an.merge_key:
-                unit_of[name] = ("cond", an.key(an.merge_key[name]))
+                unit_of[name] = ("region", an.key(an.merge_key[name]))
             elif name in an.enter_key:
-                unit_of[name] = ("cond", an.enter_key[name])
+                unit_of[name] = ("region", an.enter_key[name])
             else:
                 unit_of[name] = name
         members = {}
@@ -226,9 +228,8 @@ class Level:
 
         def cycle(u):
             what = f"node {u!r}" if isinstance(u, str) else \
-                f"the TF1 cond of Merge {[m for m in members[u] if m in an.merge_key][:1]}"
-            return ValueError(f"import_graph_def: the GraphDef has a cycle through {what} "
-                              "(TF1 while loops are not supported by dtf)")
+                f"the TF1 cond or loop of node {members[u][0]!r}"
+            return ValueError(f"import_graph_def: the GraphDef has a cycle through {what}")
 
         order = dependency_order(by_unit, lambda i: unit_of.get(_split(i)[0]), cycle)
         # dependency_order hands back the _Unit objects: map them back to their units

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import cond_v1_import, dtypes, graph_io
+from . import dtypes, graph_io
 from . import graph_pb as pb
 from . import op_registry
 from . import ops as _ops
@@ -223,6 +223,8 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
         from .function_def import FunctionLibrary
 
         library = FunctionLibrary.from_proto(graph_def.library)
+    from dtf.ops import cond_v1_import  # TF1 conds and loops become dtf's If and While
+
     nodes = _topological(list(graph_def.node))
     with graph.name_scope(None if name == "" else (name or "import")) as scope:
         def resolve(inp):

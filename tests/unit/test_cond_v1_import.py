@@ -1,5 +1,5 @@
 """TF1 graphs with control flow v1 (Switch/Merge conds, Enter/Exit loop frames) imported
-as dtf If and While ops (dtf/framework/cond_v1_import.py, while_v1_import.py), checked
+as dtf If and While ops (dtf/ops/cond_v1_import.py, while_v1_import.py), checked
 against the values real TF computed for the fixtures of tests/fixtures/tf/make_fixtures.py
 (cond_v1_graph, cond_v1_assign, bn_v1_frozen, while_v1_graph)."""
 import os

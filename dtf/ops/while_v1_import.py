@@ -14,7 +14,7 @@ Enter as its outer tensor (captured). Each Exit becomes an Identity of the same 
 """
 from __future__ import annotations
 
-from . import ops as _ops
+from dtf.framework import ops as _ops
 from .cond_v1_import import Level, _split, import_level
 
 _BOUNDARY = ("Merge", "Switch", "RefSwitch", "Enter", "NextIteration", "Exit", "LoopCond")

@@ -21,12 +21,13 @@ graph per branch, so the import finds the regions and rebuilds them:
    (the If's output, value_index), so its tensors keep their names.
 
 TF1 while loops (Enter/Exit frames) get the same treatment, a frame being one more kind of
-context; dtf/framework/while_v1_import.py builds them. The one shape left to the old path (importer._EXPANSIONS) is ``initialized_value()``'s cond:
+context; dtf/ops/while_v1_import.py builds them. The one shape left to the old path
+(importer._EXPANSIONS) is ``initialized_value()``'s cond:
 a RefSwitch of a variable, which an If would read before it runs.
 """
 from __future__ import annotations
 
-from . import ops as _ops
+from dtf.framework import ops as _ops
 
 _SWITCHES = ("Switch", "RefSwitch")
 
@@ -224,7 +225,7 @@ class Level:
                               if unit_of.get(_split(i)[0], unit) != unit]
 
         by_unit = {u: _Unit(u) for u in members}
-        from .importer import dependency_order
+        from dtf.framework.importer import dependency_order
 
         def cycle(u):
             what = f"node {u!r}" if isinstance(u, str) else \

@@ -415,8 +415,10 @@ class Lane:
 # own. Why: a fresh anonymous mapping is paid again on every message, once to make (12 us
 # for 91 KB here) and once per page as the read writes it (about 100 us for 91 KB, 1.8 ms
 # for 2 MiB), against 3-4 us (91 KB) and 64 us (2 MiB) for memory the allocator reuses. A
-# word2vec step reads three such messages (gathered rows, gradients).
-HEAP_BYTES = 4 << 20
+# word2vec step reads three such messages (gathered rows, gradients). Not up to a stream's
+# 4 MiB chunks: W3's 16 and 64 MiB transfers were slower in 0 of 6 paired rounds that way
+# (numpy asks for huge pages from 4 MiB, and the allocator maps such sizes afresh anyway).
+HEAP_BYTES = 1 << 20
 
 
 def _message_buffer(nbytes):

@@ -33,9 +33,10 @@ def pool_threads():
 
 
 def random_dag(rng, n_ops):
-    """Fetches of a random DAG of stateless ops over a few constants (and one variable)."""
-    v = tf.Variable(rng.standard_normal((4, 4)).astype(np.float32), name="v")
-    values = [tf.constant(rng.standard_normal((4, 4)).astype(np.float32)) for _ in range(3)] + [v]
+    """Fetches of a random DAG of stateless ops over a few variables (over constants, the
+    plan would fold the ops into constants, leaving nothing to run in parallel)."""
+    values = [tf.Variable(rng.standard_normal((4, 4)).astype(np.float32), name=f"v{i}")
+              for i in range(4)]
     unary = [tf.tanh, tf.nn.relu, tf.sigmoid, lambda x: x * 0.5, tf.transpose]
     binary = [tf.add, tf.multiply, tf.matmul, tf.subtract, tf.maximum]
     for _ in range(n_ops):
@@ -91,11 +92,14 @@ def test_error_from_a_parallel_step_names_the_op(every_step_heavy, bad_first):
 def test_step_stats_in_parallel_mode(every_step_heavy):
     g = tf.Graph()
     with g.as_default():
-        a = tf.constant(np.ones((8, 8), np.float32), name="a")
+        # A variable: ops over a constant would be folded into the plan and never run.
+        a = tf.Variable(np.ones((8, 8), np.float32), name="a")
         left = tf.tanh(a, name="left")
         right = tf.sigmoid(a, name="right")
         total = tf.add(left, right, name="total")
+        init = tf.global_variables_initializer()
     with session(g, 2) as sess:
+        sess.run(init)
         for _ in range(WARM_RUNS):
             sess.run([left, right, total])
         meta = tf.RunMetadata()
@@ -130,11 +134,11 @@ def test_no_thread_left_after_close(every_step_heavy):
     before = len(pool_threads())
     g = tf.Graph()
     with g.as_default():
-        a = tf.constant(np.ones((4, 4), np.float32))
+        a = tf.placeholder(tf.float32, [4, 4])  # over a constant the ops would be folded
         both = [tf.tanh(a), tf.sigmoid(a), tf.exp(a)]
     sess = session(g, 3)
     for _ in range(WARM_RUNS):
-        sess.run(both)
+        sess.run(both, {a: np.ones((4, 4), np.float32)})
     assert len(pool_threads()) == before + 2
     sess.close()
     assert len(pool_threads()) == before
@@ -157,14 +161,15 @@ def test_parallel_that_loses_its_trial_goes_back_to_sequential(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_GAIN", 0.0)  # nothing beats this
     g = tf.Graph()
     with g.as_default():
-        a = tf.constant(np.ones((4, 4), np.float32))
+        a = tf.placeholder(tf.float32, [4, 4])  # over a constant the ops would be folded
         both = [tf.tanh(a), tf.sigmoid(a)]
+    feed = {a: np.ones((4, 4), np.float32)}
     with session(g, 2) as sess:
         for _ in range(parallel.PROFILE_RUNS):
-            sess.run(both)
+            sess.run(both, feed)
         assert plans(sess)[-1].inter_op.heavy is not None  # on trial
         for _ in range(parallel.PROFILE_RUNS):
-            sess.run(both)
+            sess.run(both, feed)
         assert plans(sess)[-1].inter_op is None
 
 

@@ -58,6 +58,21 @@ def test_a_large_message_is_read_whole_while_the_sender_waits_for_room():
     assert got[0] == b"head" and np.array_equal(np.frombuffer(got[1], np.uint8), big)
 
 
+@pytest.mark.parametrize("size", [lane.READ_BYTES, lane.HEAP_BYTES - 8, lane.HEAP_BYTES + 1])
+def test_messages_on_either_side_of_the_heap_limit_arrive_whole(size):
+    """Up to HEAP_BYTES a message is read into heap memory, past it into a mapping of its
+    own: both arrive byte for byte, also one after another into reused memory."""
+    a, b = _pair()
+    rng = np.random.default_rng(size)
+    for _ in range(2):
+        body = rng.integers(0, 255, size, dtype=np.uint8)
+        sender = threading.Thread(target=a.send, args=([b"h", memoryview(body)],))
+        sender.start()
+        got = _receive(b, 10_000)
+        sender.join(10)
+        assert got[0] == b"h" and np.array_equal(np.frombuffer(got[1], np.uint8), body)
+
+
 def test_two_lanes_writing_large_messages_to_each_other_do_not_stall():
     a, b = _pair()
     payload = b"x" * (4 << 20)

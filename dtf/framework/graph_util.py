@@ -6,7 +6,7 @@ import copy
 
 from . import graph_io
 from . import graph_pb as pb
-from .importer import _split_input
+from .importer import split_input
 
 __all__ = ["convert_variables_to_constants", "extract_sub_graph", "import_graph_def"]
 
@@ -14,7 +14,7 @@ _VARIABLE_OPS = ("VariableV2", "Variable")
 
 
 def _node_name(name: str) -> str:
-    return _split_input(name)[0]
+    return split_input(name)[0]
 
 
 def extract_sub_graph(graph_def, dest_nodes):

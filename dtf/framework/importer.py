@@ -112,7 +112,7 @@ def _as_graph_def(graph_def) -> pb.GraphDef:
     raise TypeError(f"graph_def must be a GraphDef proto; got {type(graph_def).__name__}")
 
 
-def _split_input(name: str):
+def split_input(name: str):
     """'^x' -> ('x', None); 'x:1' -> ('x', 1); 'x' -> ('x', 0)."""
     if name.startswith("^"):
         return name[1:], None
@@ -158,7 +158,7 @@ def _topological(nodes):
     def source_of(inp):
         # a TF1 loop's NextIteration -> Merge edge is its back edge: the loop is rebuilt
         # as one While (cond_v1_import), so ordering ignores it
-        src = _split_input(inp)[0]
+        src = split_input(inp)[0]
         node = by_name.get(src)
         return None if node is not None and node.op == "NextIteration" else src
 
@@ -173,7 +173,7 @@ def _normalized_input_map(graph, input_map):
     for key, value in (input_map or {}).items():
         if not isinstance(key, str):
             raise TypeError(f"input_map keys must be strings, got {key!r}")
-        src, idx = _split_input(key)
+        src, idx = split_input(key)
         if idx is None:
             out[("^", src)] = graph.as_graph_element(value, allow_tensor=False, allow_operation=True)
         elif getattr(value, "_folded_graph_value", False):
@@ -228,7 +228,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     nodes = _topological(list(graph_def.node))
     with graph.name_scope(None if name == "" else (name or "import")) as scope:
         def resolve(inp):
-            src, idx = _split_input(inp)
+            src, idx = split_input(inp)
             key = ("^", src) if idx is None else (src, idx)
             if key in mapped:
                 unused.discard(key)
@@ -317,7 +317,7 @@ def _function_attr_importer(op_type):
 
 
 def _return_element(created, name: str):
-    src, idx = _split_input(name)
+    src, idx = split_input(name)
     op = created.get(src)
     if op is None:
         raise ValueError(f"Requested return_element {name!r} not found in graph_def.")

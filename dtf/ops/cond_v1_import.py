@@ -28,17 +28,9 @@ a RefSwitch of a variable, which an If would read before it runs.
 from __future__ import annotations
 
 from dtf.framework import ops as _ops
+from dtf.framework.importer import dependency_order, split_input as _split
 
 _SWITCHES = ("Switch", "RefSwitch")
-
-
-def _split(ref):
-    if ref.startswith("^"):
-        return ref[1:], None
-    op, sep, idx = ref.rpartition(":")
-    if sep and idx.isdigit():
-        return op, int(idx)
-    return ref, 0
 
 
 class _Keys:
@@ -225,7 +217,6 @@ class Level:
                               if unit_of.get(_split(i)[0], unit) != unit]
 
         by_unit = {u: _Unit(u) for u in members}
-        from dtf.framework.importer import dependency_order
 
         def cycle(u):
             what = f"node {u!r}" if isinstance(u, str) else \

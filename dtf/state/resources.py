@@ -41,6 +41,9 @@ class ResourceManager:
     def __init__(self):
         self._containers: dict[str, dict[str, object]] = {}
         self._lock = threading.Lock()
+        # Bumped by every clear: handle kernels keep the resource they found last while it
+        # is unchanged (dtf/kernels/cpu/data_flow.py, _resource_kernel).
+        self.generation = 0
 
     def variable(self, container: str, name: str, dtype, shape) -> VariableResource:
         c = self._containers.get(container)
@@ -79,6 +82,7 @@ class ResourceManager:
     def clear(self, containers=None):
         """Drops the named containers (all when None), as ``Session.reset`` does."""
         with self._lock:
+            self.generation += 1
             if containers is None:
                 self._containers.clear()
             else:

@@ -316,3 +316,37 @@ def test_maybe_batch_variants_enqueue_only_kept_elements():
             coord.join(threads, stop_grace_period_secs=5)
     assert np.concatenate([g[0] for g in got["many"]]).tolist() == [[0, 1], [4, 5], [8, 9]]
     assert sorted(np.concatenate([g[0] for g in got["shuffled"]]).tolist()) == [0, 1, 2, 3]
+
+
+def test_session_reset_gives_shared_queues_afresh():
+    # Handle kernels keep the resource they found last; a reset must still drop it.
+    server = tf.train.Server.create_local_server()
+    try:
+        with tf.Graph().as_default():
+            q = tf.FIFOQueue(10, tf.float32, shapes=[], shared_name="shared_q")
+            enq, size = q.enqueue(1.0), q.size()
+            with tf.Session(server.target) as sess:
+                sess.run(enq)
+                sess.run(enq)
+                assert sess.run(size) == 2
+            tf.Session.reset(server.target)
+            with tf.Session(server.target) as sess:
+                assert sess.run(size) == 0
+                sess.run(enq)
+                assert sess.run(size) == 1
+    finally:
+        server.stop()
+
+
+def test_a_cleared_resource_is_looked_up_again_by_the_same_step():
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(10, tf.float32, shapes=[])
+        enq, size = q.enqueue(1.0), q.size()
+        with tf.Session() as sess:
+            step = sess.make_callable(enq)
+            step()
+            step()
+            assert sess.run(size) == 2
+            sess._backend._state.resources.clear()  # what a reset does to a task's resources
+            step()
+            assert sess.run(size) == 1

@@ -105,9 +105,32 @@ def _resource_kernel(make):
     def factory(node):
         a = node.attrs
         container, name = a.get("container", ""), a.get("shared_name") or node.name
-        return lambda ctx: ctx.resources.get_or_create(container, name, lambda: make(a, name))
+        # A queue runner's every step runs its queues' and reader's handle ops: the handle
+        # found last is kept with the manager and its generation (bumped by every clear, as
+        # Session.reset does), so a step finds it in one frame instead of two dict lookups.
+        # One tuple, rebound whole, so threads sharing the kernel never see a torn entry.
+        cached = (None, -1, None)
+
+        def handle(ctx):
+            nonlocal cached
+            m = ctx.resources
+            c = cached
+            if c[0] is m and c[1] == m.generation:
+                return c[2]
+            gen = m.generation  # read before the lookup: a clear in between re-looks next time
+            r = m.get_or_create(container, name, lambda: make(a, name))
+            cached = (m, gen, r)
+            return r
+
+        return handle
 
     return factory
+
+
+def _exact_dtypes(dts):
+    """Per DType, the numpy dtype an array must have to be enqueued as it is; None for
+    strings (as_array turns str items of object arrays into bytes)."""
+    return [None if dt.name == "string" else np.dtype(dt.as_numpy_dtype) for dt in dts]
 
 
 class _Resource:
@@ -124,6 +147,7 @@ class QueueResource(_Resource, _Waitable):
         capacity = int(attrs.get("capacity", -1))
         self.capacity = sys.maxsize if capacity < 0 else capacity
         self.dtypes = list(attrs["component_types"])
+        self._np_dtypes = None  # see _element
         self.shapes = [tuple(s) for s in attrs.get("shapes") or []] or None
         self.items = collections.deque()
         self._init_waiting()
@@ -136,7 +160,13 @@ class QueueResource(_Resource, _Waitable):
         self.cancel_enqueues = False
 
     def _element(self, comps, node):
-        el = tuple([as_array(v, dt) for v, dt in zip(comps, self.dtypes)])
+        np_dtypes = self._np_dtypes
+        if np_dtypes is None or len(np_dtypes) != len(self.dtypes):
+            np_dtypes = self._np_dtypes = _exact_dtypes(self.dtypes)
+        # A component that already is an array of the queue's dtype is what as_array would
+        # return (np.asarray gives it back): a runner's every record skips that call.
+        el = tuple([v if type(v) is np.ndarray and v.dtype is nd else as_array(v, dt)
+                    for v, dt, nd in zip(comps, self.dtypes, np_dtypes)])
         if self.shapes is not None:
             for i, (v, want) in enumerate(zip(el, self.shapes)):
                 if not self._fits(v.shape, want):

@@ -6,11 +6,12 @@ import threading
 
 import numpy as np
 
-from dtf.data.file_stages import fixed_length_records, open_file, text_lines, tfrecord_records
+from dtf.data.file_stages import fixed_length_records, open_file, text_lines
 from dtf.framework import errors
 from dtf.kernels.cpu.data_flow import _Resource, _resource_kernel
 from dtf.kernels.registry import WouldBlock, register_kernel
 from dtf.ops import reader_ops  # noqa: F401  (the op definitions, wherever kernels load)
+from dtf.summary.records import iter_records
 
 
 def _scalar(data):
@@ -24,9 +25,14 @@ def _tfrecord(attrs, path):
     try:
         offset = 0
         prefix = f"{path}:"
-        for record in tfrecord_records(f, path):
-            yield prefix + str(offset), record
-            offset += len(record) + 16
+        # iter_records itself, not tfrecord_records' wrapper around it: one generator
+        # fewer to resume per record; its DataLossError gets the path here instead.
+        try:
+            for record in iter_records(f):
+                yield prefix + str(offset), record
+                offset += len(record) + 16
+        except errors.DataLossError as e:
+            raise errors.DataLossError(None, None, f"{path}: {e.message}") from None
     finally:
         f.close()
 
@@ -136,7 +142,8 @@ def _not_parked(ctx):
 @register_kernel("ReaderReadV2", "CPU", blocking=True)
 def reader_read(node):
     def compute(ctx, reader, queue):
-        _not_parked(ctx)
+        if ctx.may_park is not None:  # _not_parked, inline: a runner's every record
+            raise WouldBlock()
         key, value = reader.read_one(ctx, queue, node)
         return _scalar(key.encode()), _scalar(value)
 

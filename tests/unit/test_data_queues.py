@@ -350,3 +350,24 @@ def test_a_cleared_resource_is_looked_up_again_by_the_same_step():
             sess._backend._state.resources.clear()  # what a reset does to a task's resources
             step()
             assert sess.run(size) == 1
+
+
+def test_tfrecord_reader_names_the_file_of_a_corrupted_record(tmp_path):
+    path = str(tmp_path / "bad.tfrecord")
+    write_examples(path, 0, 3)
+    data = bytearray(open(path, "rb").read())
+    data[-6] ^= 0xFF  # the last record's data: its CRC no longer matches
+    open(path, "wb").write(bytes(data))
+    with tf.Graph().as_default():
+        files = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
+        _, value = tf.TFRecordReader().read(files)
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            sess.run(value)
+            sess.run(value)
+            with pytest.raises(tf.errors.DataLossError, match="bad.tfrecord: corrupted record"):
+                sess.run(value)
+            coord.request_stop()
+            coord.join(threads)

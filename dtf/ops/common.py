@@ -2,6 +2,8 @@
 common shape-inference functions."""
 from __future__ import annotations
 
+import numpy as np
+
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.tensor_shape import TensorShape, as_shape, broadcast_shapes, unknown_shape
@@ -69,11 +71,40 @@ def _fmt(shape: TensorShape) -> str:
 fmt_shape = _fmt
 
 
-def const_value(t):
-    """The numpy value of a tensor when it is a Const (for static shape inference)."""
-    if isinstance(t, _ops.Tensor) and t.op.type == "Const":
-        return t.op.get_attr("value")
-    return None
+def const_value(t, _depth=0):
+    """The numpy value of a tensor known when the graph is built (for static shape
+    inference): a Const, or a small int op over such values (``_EVALUATED``). Why the ops:
+    TF's shape inference evaluates these constant subgraphs too (EvaluateConstantTensor),
+    so ``tf.slice(x, [0, 0], tf.stack([tf.shape(y)[0], -1]))`` has a static shape; without
+    it nce_loss's slices were [?, 128], every shape after them partly unknown, and each
+    gradient asked its input's shape with a Shape op at run time (13 in a word2vec step)."""
+    if not isinstance(t, _ops.Tensor):
+        return None
+    op = t.op
+    if op.type == "Const":
+        return op.get_attr("value")
+    if op.type not in _EVALUATED or _depth > 8 or len(op.outputs) != 1:
+        return None
+    values = []
+    for i in op.inputs:
+        v = const_value(i, _depth + 1)
+        if v is None:
+            return None
+        values.append(v)
+    if not values or not all(np.asarray(v).dtype.kind in "iu" for v in values):
+        return None
+    from dtf.kernels.reference.table import REFERENCE
+
+    try:
+        out = np.asarray(REFERENCE[op.type](op._attrs, *values))
+    except Exception:  # noqa: BLE001 - bad arguments: the op's own error comes at run time
+        return None
+    return out if out.dtype.kind in "iu" and out.size <= _EVALUATED_MAX else None
+
+
+# Ops const_value evaluates over int constants (shape arithmetic), and the largest result.
+_EVALUATED = frozenset({"StridedSlice", "Pack", "ConcatV2", "Identity"})
+_EVALUATED_MAX = 64
 
 
 def shape_from_tensor(t, rank_hint=None) -> TensorShape:

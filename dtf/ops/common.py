@@ -93,17 +93,42 @@ def const_value(t, _depth=0):
         values.append(v)
     if not values or not all(np.asarray(v).dtype.kind in "iu" for v in values):
         return None
-    from dtf.kernels.reference.table import REFERENCE
-
     try:
-        out = np.asarray(REFERENCE[op.type](op._attrs, *values))
-    except Exception:  # noqa: BLE001 - bad arguments: the op's own error comes at run time
+        out = _EVALUATED[op.type](op._attrs, *[np.asarray(v) for v in values])
+    except (IndexError, ValueError, TypeError):  # bad arguments: the op's error comes at run time
         return None
+    if out is None:
+        return None
+    out = np.asarray(out)
     return out if out.dtype.kind in "iu" and out.size <= _EVALUATED_MAX else None
 
 
-# Ops const_value evaluates over int constants (shape arithmetic), and the largest result.
-_EVALUATED = frozenset({"StridedSlice", "Pack", "ConcatV2", "Identity"})
+def _strided_slice_1d(attrs, x, begin, end, strides):
+    """x[begin:end:strides] of a 1-D x (a shape) with begin/end/shrink masks, as TF; None
+    for any other form (more axes, ellipsis, new axes): left to run time."""
+    if (x.ndim != 1 or begin.shape != (1,) or end.shape != (1,) or strides.shape != (1,)
+            or attrs.get("ellipsis_mask", 0) or attrs.get("new_axis_mask", 0)):
+        return None
+    b, e, st = int(begin[0]), int(end[0]), int(strides[0])
+    if attrs.get("shrink_axis_mask", 0) & 1:
+        if not -len(x) <= b < len(x):
+            return None
+        return x[b]
+    if st == 0:
+        return None
+    b = None if attrs.get("begin_mask", 0) & 1 else b
+    e = None if attrs.get("end_mask", 0) & 1 else e
+    return x[b:e:st]
+
+
+# Ops const_value evaluates over int constants (shape arithmetic): numpy here, since the ops
+# layer does not reach the kernels; and the largest result it keeps.
+_EVALUATED = {
+    "StridedSlice": _strided_slice_1d,
+    "Pack": lambda attrs, *xs: np.stack(xs, axis=int(attrs.get("axis", 0))),
+    "ConcatV2": lambda attrs, *xs: np.concatenate(xs[:-1], axis=int(xs[-1])),
+    "Identity": lambda attrs, x: x,
+}
 _EVALUATED_MAX = 64
 
 

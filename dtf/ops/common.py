@@ -2,6 +2,8 @@
 common shape-inference functions."""
 from __future__ import annotations
 
+import numpy as np
+
 from dtf.framework import dtypes
 from dtf.framework import ops as _ops
 from dtf.framework.tensor_shape import TensorShape, as_shape, broadcast_shapes, unknown_shape
@@ -69,11 +71,65 @@ def _fmt(shape: TensorShape) -> str:
 fmt_shape = _fmt
 
 
-def const_value(t):
-    """The numpy value of a tensor when it is a Const (for static shape inference)."""
-    if isinstance(t, _ops.Tensor) and t.op.type == "Const":
-        return t.op.get_attr("value")
-    return None
+def const_value(t, _depth=0):
+    """The numpy value of a tensor known when the graph is built (for static shape
+    inference): a Const, or a small int op over such values (``_EVALUATED``). Why the ops:
+    TF's shape inference evaluates these constant subgraphs too (EvaluateConstantTensor),
+    so ``tf.slice(x, [0, 0], tf.stack([tf.shape(y)[0], -1]))`` has a static shape; without
+    it nce_loss's slices were [?, 128], every shape after them partly unknown, and each
+    gradient asked its input's shape with a Shape op at run time (13 in a word2vec step)."""
+    if not isinstance(t, _ops.Tensor):
+        return None
+    op = t.op
+    if op.type == "Const":
+        return op.get_attr("value")
+    if op.type not in _EVALUATED or _depth > 8 or len(op.outputs) != 1:
+        return None
+    values = []
+    for i in op.inputs:
+        v = const_value(i, _depth + 1)
+        if v is None:
+            return None
+        values.append(v)
+    if not values or not all(np.asarray(v).dtype.kind in "iu" for v in values):
+        return None
+    try:
+        out = _EVALUATED[op.type](op._attrs, *[np.asarray(v) for v in values])
+    except (IndexError, ValueError, TypeError):  # bad arguments: the op's error comes at run time
+        return None
+    if out is None:
+        return None
+    out = np.asarray(out)
+    return out if out.dtype.kind in "iu" and out.size <= _EVALUATED_MAX else None
+
+
+def _strided_slice_1d(attrs, x, begin, end, strides):
+    """x[begin:end:strides] of a 1-D x (a shape) with begin/end/shrink masks, as TF; None
+    for any other form (more axes, ellipsis, new axes): left to run time."""
+    if (x.ndim != 1 or begin.shape != (1,) or end.shape != (1,) or strides.shape != (1,)
+            or attrs.get("ellipsis_mask", 0) or attrs.get("new_axis_mask", 0)):
+        return None
+    b, e, st = int(begin[0]), int(end[0]), int(strides[0])
+    if attrs.get("shrink_axis_mask", 0) & 1:
+        if not -len(x) <= b < len(x):
+            return None
+        return x[b]
+    if st == 0:
+        return None
+    b = None if attrs.get("begin_mask", 0) & 1 else b
+    e = None if attrs.get("end_mask", 0) & 1 else e
+    return x[b:e:st]
+
+
+# Ops const_value evaluates over int constants (shape arithmetic): numpy here, since the ops
+# layer does not reach the kernels; and the largest result it keeps.
+_EVALUATED = {
+    "StridedSlice": _strided_slice_1d,
+    "Pack": lambda attrs, *xs: np.stack(xs, axis=int(attrs.get("axis", 0))),
+    "ConcatV2": lambda attrs, *xs: np.concatenate(xs[:-1], axis=int(xs[-1])),
+    "Identity": lambda attrs, x: x,
+}
+_EVALUATED_MAX = 64
 
 
 def shape_from_tensor(t, rank_hint=None) -> TensorShape:

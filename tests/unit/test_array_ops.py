@@ -218,3 +218,24 @@ def test_gradients_with_unknown_dims():
 def test_stop_gradient_blocks():
     x = tf.placeholder(tf.float32, [2])
     assert tf.gradients(tf.reduce_sum(tf.stop_gradient(x) * 3.0), x) == [None]
+
+
+def test_static_shapes_evaluate_shape_arithmetic_over_constants():
+    """As TF's shape inference: a slice sized by stack([shape(y)[0], -1]) has a static shape,
+    and tf.shape of it is a constant; the values are those of the ops run."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [6, 4])
+        y = tf.placeholder(tf.int64, [3, 1])
+        flat = tf.reshape(y, [-1])
+        part = tf.slice(x, [0, 0], tf.stack([tf.shape(flat)[0], -1]))
+        rest = tf.slice(x, tf.stack([tf.shape(flat)[0], 0]), [-1, -1])
+        tail = tf.reshape(part, tf.concat([[-1, 1], tf.shape(part)[1:2]], 0))
+        assert part.shape.as_list() == [3, 4] and rest.shape.as_list() == [3, 4]
+        assert tail.shape.as_list() == [3, 1, 4]
+        assert tf.shape(part).op.type == "Const"
+        xv = np.arange(24, dtype=np.float32).reshape(6, 4)
+        with tf.Session() as sess:
+            p, r, t = sess.run([part, rest, tail], {x: xv, y: np.zeros((3, 1), np.int64)})
+        np.testing.assert_array_equal(p, xv[:3])
+        np.testing.assert_array_equal(r, xv[3:])
+        np.testing.assert_array_equal(t, xv[:3].reshape(3, 1, 4))

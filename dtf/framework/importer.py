@@ -306,14 +306,9 @@ def create_node(graph, node, inputs, controls, scope, library=None, where="impor
 
 
 def _function_attr_importer(op_type):
-    target = _FUNCTION_ATTR_IMPORTERS[op_type]
-    if isinstance(target, str):
-        import importlib
+    from .node_export import resolve_lazy
 
-        module, _, fn = target.partition(":")
-        target = getattr(importlib.import_module(module), fn)
-        _FUNCTION_ATTR_IMPORTERS[op_type] = target
-    return target
+    return resolve_lazy(_FUNCTION_ATTR_IMPORTERS, op_type)
 
 
 def _return_element(created, name: str):

@@ -45,13 +45,19 @@ def has_exporter(op_type: str) -> bool:
     return op_type in _EXPORTERS
 
 
-def _exporter(op_type):
-    target = _EXPORTERS[op_type]
+def resolve_lazy(table: dict, key):
+    """``table[key]``, where a ``"module:function"`` string (registered so that the module
+    loads only when first needed) is imported once and replaced by the function."""
+    target = table[key]
     if isinstance(target, str):
         module, _, fn = target.partition(":")
         target = getattr(importlib.import_module(module), fn)
-        _EXPORTERS[op_type] = target
+        table[key] = target
     return target
+
+
+def _exporter(op_type):
+    return resolve_lazy(_EXPORTERS, op_type)
 
 
 class ExportContext:

@@ -230,22 +230,25 @@ def test_decode_csv_errors():
                     sess.run(cols, {line: bad})
 
 
+def _serialized_example(**features):
+    return Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+# Short builders for the layout tests' many records: (example, bytes, int64, float).
+EXAMPLE_BUILDERS = (
+    _serialized_example,
+    lambda v: tf.train.Feature(bytes_list=tf.train.BytesList(value=v)),
+    lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v)),
+    lambda v: tf.train.Feature(float_list=tf.train.FloatList(value=v)),
+)
+
+
 def test_records_of_one_length_but_another_layout_are_walked_afresh():
     """Parsing reuses the layout of the last record of the same length: records that
     differ only outside their values must still read as what they are."""
     from dtf.io.example_wire import _example_features_generic, example_features
 
-    def example(**features):
-        return Example(features=tf.train.Features(feature=features)).SerializeToString()
-
-    def b(v):
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=v))
-
-    def i(v):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-
-    def f(v):
-        return tf.train.Feature(float_list=tf.train.FloatList(value=v))
+    example, b, i, f = EXAMPLE_BUILDERS
 
     records = [example(ab=b([b"xyz0"]), n=i([1])), example(ab=b([b"xyz1"]), n=i([2])),
                example(ba=b([b"xyz1"]), n=i([2])),          # another key, same length
@@ -269,17 +272,7 @@ def test_parse_single_example_kernel_agrees_with_the_reference_over_layouts():
     from dtf.framework import errors
     from dtf.kernels.reference import parsing
 
-    def example(**features):
-        return Example(features=tf.train.Features(feature=features)).SerializeToString()
-
-    def b(v):
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=v))
-
-    def i(v):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-
-    def f(v):
-        return tf.train.Feature(float_list=tf.train.FloatList(value=v))
+    example, b, i, f = EXAMPLE_BUILDERS
 
     records = [example(s=b([b"abcd"]), n=i([1]), x=f([0.5])), example(s=b([b"wxyz"]), n=i([2]), x=f([1.5])),
                example(t=b([b"abcd"]), n=i([1]), x=f([0.5])), example(s=b([b"ab", b"c"]), n=i([300]), x=f([2.0])),

@@ -13,6 +13,7 @@ import numpy as np
 from dtf.framework import errors
 from dtf.framework.op_registry import get_op_def, has_op
 from dtf.runtime import fusion
+from dtf.runtime.dataflow_units import dataflow_units
 from dtf.kernels import registry as kernel_registry
 from dtf.kernels.registry import WouldBlock
 from dtf.kernels.reference.random import seeded_generator
@@ -124,9 +125,12 @@ class Plan:
         # The inter-op parallelism policy (dtf.runtime.parallel) while it may still pay off.
         self.inter_op = None
         # Partitions that receive tensors or may block run as dataflow (see _DataflowRun).
-        self.recv_keys = [getattr(st.compute, "recv_key", None) for st in steps]
-        self.receives = any(k is not None for k in self.recv_keys)
-        self.dataflow = _dataflow_graph(steps, feed_slots) if blocking or self.receives else None
+        recv_keys = [getattr(st.compute, "recv_key", None) for st in steps]
+        self.receives = any(k is not None for k in recv_keys)
+        # (units, their receive keys, consumers, pending counts): see dataflow_units.
+        self.dataflow = (dataflow_units(steps, recv_keys, *_dataflow_graph(steps, feed_slots),
+                                        singletons=blocking)
+                         if blocking or self.receives else None)
 
     def run(self, ctx: StepContext, feed_values, stats: list | None = None):
         # TF's kernels never warn: inf and nan are values. One error-state context per step
@@ -203,13 +207,13 @@ class _DataflowRun:
         self.ctx = ctx
         self.vals = vals
         self.stats = stats
-        consumers, initial_pending = plan.dataflow
+        units, _, _, initial_pending = plan.dataflow
         self.pending = list(initial_pending)
-        self.ready = [i for i, p in enumerate(self.pending) if p == 0]
+        self.ready = [u for u, p in enumerate(self.pending) if p == 0]
         self.ready.reverse()
         self.parked: dict = {}
-        self.remaining = len(plan.steps)
-        # (step, WouldBlock) of kernels that would have blocked: retried on a resume once
+        self.remaining = len(units)
+        # (unit, WouldBlock) of kernels that would have blocked: retried on a resume once
         # their resource has changed, their deadline passed or the step was aborted.
         self.blocked: list = []
         self.wake_at = None
@@ -232,10 +236,11 @@ class _DataflowRun:
             self.ctx.may_park = None
 
     def _advance(self, on_ready):
-        # The loop body is inlined (one call per step: Step.call): it runs for every op of
-        # every partition that receives tensors, a training step's hottest Python.
-        plan = self.plan
-        consumers, recv_keys, steps = plan.dataflow[0], plan.recv_keys, plan.steps
+        # The loop body is inlined (one call per step: Step.call): it runs for every unit of
+        # every partition that receives tensors, a training step's hottest Python. A unit is
+        # a receive or a block of steps run in order (dataflow_units; one step each in a
+        # plan that may block, so only a lone kernel raises WouldBlock here).
+        units, recv_keys, consumers, _ = self.plan.dataflow
         ctx, vals, stats = self.ctx, self.vals, self.stats
         pending, ready, parked = self.pending, self.ready, self.parked
         rendezvous = ctx.rendezvous
@@ -243,17 +248,18 @@ class _DataflowRun:
         try:
             while remaining:
                 if ready:
-                    i = ready.pop()
-                    key = recv_keys[i]
+                    u = ready.pop()
+                    key = recv_keys[u]
                     if key is None:
-                        step = steps[i]
                         try:
                             if stats is None:
-                                step.call(ctx, vals)
+                                for step in units[u]:
+                                    step.call(ctx, vals)
                             else:
-                                _invoke(step, ctx, vals, stats)
+                                for step in units[u]:
+                                    _invoke(step, ctx, vals, stats)
                         except WouldBlock as wb:
-                            self._would_block(i, wb)
+                            self._would_block(u, wb)
                             continue
                         except Exception as e:  # noqa: BLE001 - re-raised as a tf.errors class
                             if stats is not None:
@@ -262,12 +268,12 @@ class _DataflowRun:
                     else:
                         value = rendezvous.try_recv(key)
                         if value is _MISSING:
-                            parked[key] = i
+                            parked[key] = u
                             continue
-                        vals[steps[i].out] = value
+                        vals[units[u][0].out] = value
                         if stats is not None:
-                            _record_recv(stats, steps[i], value)
-                    done = (i,)
+                            _record_recv(stats, units[u][0], value)
+                    done = (u,)
                 else:
                     rendezvous.flush()
                     if on_ready is None:
@@ -280,15 +286,15 @@ class _DataflowRun:
                         if not arrived:
                             self._park_deadline()
                             return False
-                    for i, value in arrived:
-                        del parked[recv_keys[i]]
-                        vals[steps[i].out] = value
+                    for u, value in arrived:
+                        del parked[recv_keys[u]]
+                        vals[units[u][0].out] = value
                         if stats is not None:
-                            _record_recv(stats, steps[i], value)
-                    done = [i for i, _ in arrived]
-                for i in done:
+                            _record_recv(stats, units[u][0], value)
+                    done = [u for u, _ in arrived]
+                for u in done:
                     remaining -= 1
-                    for c in consumers[i]:
+                    for c in consumers[u]:
                         pending[c] -= 1
                         if pending[c] == 0:
                             ready.append(c)

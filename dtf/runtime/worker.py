@@ -125,6 +125,7 @@ class Worker:
         partition's independent ops (see dtf.runtime.parallel)."""
         self.inter_op_threads = inter_op_threads
         self.task_name = task_name
+        memory.keep_freed_memory()  # a step's arrays reuse the last one's pages
         self.incarnation = random.getrandbits(62) | 1
         self.started = time.time()
         self.state = state or ExecState(ResourceManager())

@@ -84,7 +84,7 @@ def _binary_in_pieces(ufunc, x, y):
     yf = y.reshape(-1) if ys else y
     for a in range(0, flat.size, GIL_KEPT):
         b = a + GIL_KEPT
-        ufunc(xf[a:b] if xs else xf, yf[a:b] if ys else yf, flat[a:b])
+        ufunc(xf[a:b] if xs else xf, yf[a:b] if ys else yf, out=flat[a:b])
     return out
 
 

@@ -61,10 +61,6 @@ SMALL_MAX = 4096
 _KEEP_DTYPE = ("Add", "Sub", "Mul", "Maximum", "Minimum", "RealDiv", "Pow")
 
 
-def _small(x) -> bool:
-    return type(x) is np.ndarray and GIL_KEPT < x.size <= SMALL_MAX
-
-
 def _binary_in_pieces(ufunc, x, y):
     """ufunc(x, y), the same values, computed GIL_KEPT elements at a time where x and y
     have one dtype and one shape or one of them is 0-d; else ufunc(x, y) as it is."""
@@ -95,8 +91,13 @@ def _binary_factory(ufunc, keeps_dtype=False):
         if not keeps_dtype:
             return lambda ctx, x, y: fn(x, y)
 
+        ndarray, lo, hi = np.ndarray, GIL_KEPT, SMALL_MAX
+
         def compute(ctx, x, y):
-            if _small(x) or _small(y):
+            # Inline checks on closure cells: a scalar loop's every add comes through here
+            # (numpy scalars are not ndarrays: one type check each).
+            if (type(x) is ndarray and lo < x.size <= hi) or (
+                    type(y) is ndarray and lo < y.size <= hi):
                 return _binary_in_pieces(ufunc, x, y)
             return fn(x, y)
 

@@ -17,11 +17,13 @@ import time
 import numpy as np
 
 from dtf.framework import errors
-from dtf.kernels.cpu.elementwise import GIL_KEPT
 from dtf.kernels.registry import ParkedWake, WouldBlock, register_kernel
 from dtf.state.resources import as_array
 
 POLL_S = 0.1  # how often a blocked kernel checks for an aborted step
+# numpy lets go of the interpreter lock inside a copy or ufunc loop over more than this
+# many elements (NPY_BEGIN_THREADS_THRESHOLDED).
+GIL_KEPT = 500
 
 
 def _wait(res, ready, ctx, timeout_ms, describe):

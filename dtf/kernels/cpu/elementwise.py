@@ -48,60 +48,11 @@ _OPERATOR_FOR = {
 }
 
 
-# numpy lets go of the interpreter lock inside a loop over more than 500 elements
-# (NPY_BEGIN_THREADS_THRESHOLDED). On arrays a little larger that buys no parallelism (the
-# loop takes about a microsecond) but hands the lock to a waiting thread, and the caller
-# then waits for it up to a switch interval (5 ms): the producer threads of a queue
-# runner pipeline (a 28x28 image cast and scaled per record) handed it back and forth
-# on every record, at about 10 us of CPU per hand-off. Up to SMALL_MAX elements these ops
-# run in pieces of GIL_KEPT elements instead, which numpy computes holding the lock.
-GIL_KEPT = 500
-SMALL_MAX = 4096
-# Binary ops whose result has the inputs' dtype (the pieces are written into one array).
-_KEEP_DTYPE = ("Add", "Sub", "Mul", "Maximum", "Minimum", "RealDiv", "Pow")
-
-
-def _binary_in_pieces(ufunc, x, y):
-    """ufunc(x, y), the same values, computed GIL_KEPT elements at a time where x and y
-    have one dtype and one shape or one of them is 0-d; else ufunc(x, y) as it is."""
-    dtype = x.dtype if type(x) is np.ndarray else getattr(x, "dtype", None)
-    if dtype is None or getattr(y, "dtype", None) != dtype:
-        return ufunc(x, y)
-    xs, ys = np.shape(x), np.shape(y)
-    if xs == ys or not ys:
-        shape = xs
-    elif not xs:
-        shape = ys
-    else:
-        return ufunc(x, y)  # broadcasting of other shapes: numpy's own loop
-    out = np.empty(shape, dtype)
-    flat = out.reshape(-1)
-    xf = x.reshape(-1) if xs else x
-    yf = y.reshape(-1) if ys else y
-    for a in range(0, flat.size, GIL_KEPT):
-        b = a + GIL_KEPT
-        ufunc(xf[a:b] if xs else xf, yf[a:b] if ys else yf, out=flat[a:b])
-    return out
-
-
-def _binary_factory(ufunc, keeps_dtype=False):
+def _binary_factory(ufunc):
     fn = _OPERATOR_FOR.get(ufunc, ufunc)
 
     def factory(node):
-        if not keeps_dtype:
-            return lambda ctx, x, y: fn(x, y)
-
-        ndarray, lo, hi = np.ndarray, GIL_KEPT, SMALL_MAX
-
-        def compute(ctx, x, y):
-            # Inline checks on closure cells: a scalar loop's every add comes through here
-            # (numpy scalars are not ndarrays: one type check each).
-            if (type(x) is ndarray and lo < x.size <= hi) or (
-                    type(y) is ndarray and lo < y.size <= hi):
-                return _binary_in_pieces(ufunc, x, y)
-            return fn(x, y)
-
-        return compute
+        return lambda ctx, x, y: fn(x, y)
 
     return factory
 
@@ -114,8 +65,7 @@ def _unary_factory(ufunc):
 
 
 for _op, (_uf, _dts) in _BINARY.items():
-    register_kernel(_op, "CPU", dtypes=_dts, label="numpy ufunc")(
-        _binary_factory(_uf, _op in _KEEP_DTYPE))
+    register_kernel(_op, "CPU", dtypes=_dts, label="numpy ufunc")(_binary_factory(_uf))
 for _op, (_uf, _dts) in _UNARY.items():
     register_kernel(_op, "CPU", dtypes=_dts, label="numpy ufunc")(_unary_factory(_uf))
 
@@ -133,21 +83,9 @@ def _cast_factory(node):
     def compute(ctx, x):
         if x.dtype.hasobject:
             return ref(attrs, x)  # raises: strings need tf.strings.to_number
-        if GIL_KEPT < x.size <= SMALL_MAX:
-            return _cast_in_pieces(x, dst)
         return x.astype(dst)
 
     return compute
-
-
-def _cast_in_pieces(x, dst):
-    """x.astype(dst) holding the interpreter lock (see GIL_KEPT): assignment casts as
-    astype does (unsafe casting), GIL_KEPT elements at a time."""
-    out = np.empty(x.shape, dst)
-    flat, xf = out.reshape(-1), x.reshape(-1)
-    for a in range(0, flat.size, GIL_KEPT):
-        flat[a:a + GIL_KEPT] = xf[a:a + GIL_KEPT]
-    return out
 
 
 # Cast picks its kernel by DstT (strings stay with the reference); the source is checked per call.

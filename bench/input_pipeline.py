@@ -9,6 +9,12 @@
 - ``w8.queue_records_s``: the same records the TF1 classic way: string_input_producer ->
   TFRecordReader -> parse_single_example -> decode_raw -> shuffle_batch (capacity 10,000,
   2 threads) under QueueRunners; records per second.
+- ``w8.prefetch_wait_ms`` / ``w8.queue_wait_ms``: the same two record pipelines feeding a
+  training loop slower than they are: each step takes a batch (``sess.run(get_next)``)
+  and then "trains" for ``MODEL_S`` (a sleep: a model's kernels let go of the interpreter
+  lock, as TensorFlow's and BLAS's do). Mean milliseconds per step spent taking the batch:
+  near the cost of a dequeue when the prefetch buffer or the queue is kept full in the
+  background, up to the batch's production time when the step waits for its input.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import numpy as np
 MAP_ROWS = 20_000
 BATCH = 128
 RECORDS = 5_000
+MODEL_S = 0.010  # a step of the slower model: 128 records in 10 ms is 12,800 records/s
 
 
 def _rate(sess, nxt, batches):
@@ -29,6 +36,17 @@ def _rate(sess, nxt, batches):
     for _ in range(batches):
         sess.run(nxt)
     return batches * BATCH / (time.perf_counter() - t0)
+
+
+def _input_wait_ms(sess, nxt, steps):
+    """Mean ms per step in sess.run(nxt) while each step's model takes MODEL_S."""
+    waited = 0.0
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        sess.run(nxt)
+        waited += time.perf_counter() - t0
+        time.sleep(MODEL_S)
+    return waited / steps * 1e3
 
 
 def _write_records(tf, path):
@@ -87,8 +105,14 @@ def setup_input_pipeline(tf, env):
 
     def measure(quick):
         n = 40 if quick else 120
-        return {"w8.map_batch_el_s": _rate(sess, map_next, n),
-                "w8.tfrecord_records_s": _rate(sess, rec_next, n),
-                "w8.queue_records_s": _rate(qsess, queue_next, n)}
+        out = {"w8.map_batch_el_s": _rate(sess, map_next, n),
+               "w8.tfrecord_records_s": _rate(sess, rec_next, n),
+               "w8.queue_records_s": _rate(qsess, queue_next, n)}
+        # After the rates: the queue holds about min_after_dequeue records, so it only
+        # stays ahead of the model if the runners produce faster than it consumes.
+        steps = 15 if quick else 40
+        out["w8.prefetch_wait_ms"] = _input_wait_ms(sess, rec_next, steps)
+        out["w8.queue_wait_ms"] = _input_wait_ms(qsess, queue_next, steps)
+        return out
 
     return measure

@@ -21,6 +21,9 @@ from dtf.kernels.registry import ParkedWake, WouldBlock, register_kernel
 from dtf.state.resources import as_array
 
 POLL_S = 0.1  # how often a blocked kernel checks for an aborted step
+# numpy lets go of the interpreter lock inside a copy or ufunc loop over more than this
+# many elements (NPY_BEGIN_THREADS_THRESHOLDED).
+GIL_KEPT = 500
 
 
 def _wait(res, ready, ctx, timeout_ms, describe):
@@ -78,6 +81,40 @@ def _has_waiters(cond) -> bool:
     again: every enqueue meanwhile notified once more (a threading.Condition keeps its
     waiters in ``_waiters``)."""
     return bool(cond._waiters)
+
+
+def acquire_holding_gil(lock, tries=3):
+    """``lock.acquire()`` for a lock that threads hold only briefly, taken while this
+    thread holds the interpreter lock. A blocking acquire sleeps without the interpreter
+    lock and, once the holder releases it, takes it first and the interpreter lock after:
+    holding ``lock`` while it waits (up to a switch interval) for the interpreter lock, so
+    the thread that released it blocks on it at its next record, and so on. Two queue
+    runner threads sharing a reader fell into that convoy and stayed there: two context
+    switches per record, half the records per second. Instead a busy lock is retried after
+    ``time.sleep(0)``, which lets its holder (waiting for the interpreter lock) finish;
+    only then does this block (a holder that itself waits, e.g. for file names)."""
+    if lock.acquire(False):
+        return
+    for _ in range(tries):
+        time.sleep(0)
+        if lock.acquire(False):
+            return
+    lock.acquire()
+
+
+class _Holding:
+    """``with _Holding(lock):`` takes ``lock`` by acquire_holding_gil."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        acquire_holding_gil(self.lock)
+
+    def __exit__(self, *exc):
+        self.lock.release()
 
 
 class _Waitable:
@@ -148,6 +185,7 @@ class QueueResource(_Resource, _Waitable):
         self.capacity = sys.maxsize if capacity < 0 else capacity
         self.dtypes = list(attrs["component_types"])
         self._np_dtypes = None  # see _element
+        self._exact = None  # see _exact_layout
         self.shapes = [tuple(s) for s in attrs.get("shapes") or []] or None
         self.items = collections.deque()
         self._init_waiting()
@@ -160,6 +198,19 @@ class QueueResource(_Resource, _Waitable):
         self.cancel_enqueues = False
 
     def _element(self, comps, node):
+        # A runner's every record: components that already are arrays of the queue's
+        # dtypes and shapes are the element as they are (what the general path below
+        # returns for them), checked in one loop without its calls per component.
+        exact = self._exact
+        if exact is None or len(exact) != len(self.dtypes):
+            exact = self._exact = self._exact_layout()
+        if len(comps) == len(exact):
+            for v, (nd, shape) in zip(comps, exact):
+                if type(v) is not np.ndarray or v.dtype is not nd or (
+                        shape is not None and v.shape != shape):
+                    break
+            else:
+                return tuple(comps)
         np_dtypes = self._np_dtypes
         if np_dtypes is None or len(np_dtypes) != len(self.dtypes):
             np_dtypes = self._np_dtypes = _exact_dtypes(self.dtypes)
@@ -175,45 +226,71 @@ class QueueResource(_Resource, _Waitable):
                         f"{list(want)}, got {list(v.shape)}")
         return el
 
+    def _exact_layout(self):
+        """(numpy dtype, shape) per component that _element's fast path accepts as it is:
+        no strings (None: as_array converts their items), and the queue's shape."""
+        shapes = self.shapes or [None] * len(self.dtypes)  # None: any shape (none fixed)
+        # A shape with a None dimension equals no array's shape: such components always
+        # take the general path.
+        return list(zip(_exact_dtypes(self.dtypes), shapes))
+
     @staticmethod
     def _fits(shape, want):
         return shape == want
 
     def stack(self, i, values):
         """Component ``i`` of dequeued elements as one batch."""
-        if self.shapes is not None and values[0].dtype != object:
+        first = values[0]
+        if self.shapes is not None and first.dtype != object:
             # Elements of one shape and dtype (checked as they came in): np.array builds
             # the same batch as np.stack without converting and reshaping each element
             # first, in half the time for 128 images and a fifteenth for 128 scalars.
-            return np.array(values)
+            if first.size <= GIL_KEPT:
+                return np.array(values)
+            # But it copies element by element, and numpy lets go of the interpreter lock
+            # for every copy of more than GIL_KEPT elements: a shuffle_batch consumer then
+            # waited for the lock once per image while the runner threads took it (up to
+            # a switch interval each time). bytearray.join copies the same bytes holding
+            # the lock below 1 MiB (CPython's threshold), in about a third of the time.
+            try:
+                data = bytearray().join(values)
+            except (BufferError, TypeError):  # an element that is not C-contiguous
+                return np.array(values)
+            return np.frombuffer(data, first.dtype).reshape((len(values),) + first.shape)
         return np.stack(values)
 
     def enqueue(self, ctx, elements, timeout_ms, node):
-        with self.cond:
-            if self.closed:
-                raise errors.CancelledError(node.name, None, f"{self.kind} '{self.name}' is closed.")
-            if len(elements) == 1 and len(self.items) < self.capacity and not self.cancel_enqueues:
-                # One element with room for it, a queue runner's every step: what the loop
-                # below does then, without its wait conditions.
-                self.items.append(elements[0])
-                self._notify_enqueued()
-                return
-            if ctx.may_park is not None:
-                # A parked kernel is retried from the start: it enqueues all or nothing.
-                if len(elements) > self.capacity:
-                    raise WouldBlock()  # can only go in piece by piece: needs a thread
-                _wait(self, lambda: self.cancel_enqueues
-                      or len(self.items) + len(elements) <= self.capacity, ctx, timeout_ms,
-                      lambda: f"waiting to enqueue into full queue '{self.name}'")
-            for el in elements:
-                _wait(self, lambda: self.cancel_enqueues or len(self.items) < self.capacity,
-                      ctx, timeout_ms, lambda: f"waiting to enqueue into full queue '{self.name}'")
-                if self.cancel_enqueues:
-                    raise errors.CancelledError(
-                        node.name, None, f"Enqueue operation was cancelled: {self.kind} '{self.name}' "
-                        "was closed")
-                self.items.append(el)
-                self._notify_enqueued()
+        acquire_holding_gil(self.cond)
+        try:
+            self._enqueue(ctx, elements, timeout_ms, node)
+        finally:
+            self.cond.release()
+
+    def _enqueue(self, ctx, elements, timeout_ms, node):  # holding self.cond
+        if self.closed:
+            raise errors.CancelledError(node.name, None, f"{self.kind} '{self.name}' is closed.")
+        if len(elements) == 1 and len(self.items) < self.capacity and not self.cancel_enqueues:
+            # One element with room for it, a queue runner's every step: what the loop
+            # below does then, without its wait conditions.
+            self.items.append(elements[0])
+            self._notify_enqueued()
+            return
+        if ctx.may_park is not None:
+            # A parked kernel is retried from the start: it enqueues all or nothing.
+            if len(elements) > self.capacity:
+                raise WouldBlock()  # can only go in piece by piece: needs a thread
+            _wait(self, lambda: self.cancel_enqueues
+                  or len(self.items) + len(elements) <= self.capacity, ctx, timeout_ms,
+                  lambda: f"waiting to enqueue into full queue '{self.name}'")
+        for el in elements:
+            _wait(self, lambda: self.cancel_enqueues or len(self.items) < self.capacity,
+                  ctx, timeout_ms, lambda: f"waiting to enqueue into full queue '{self.name}'")
+            if self.cancel_enqueues:
+                raise errors.CancelledError(
+                    node.name, None, f"Enqueue operation was cancelled: {self.kind} '{self.name}' "
+                    "was closed")
+            self.items.append(el)
+            self._notify_enqueued()
 
     def _notify_enqueued(self):
         """An enqueue only unblocks dequeuers (and parked steps, which re-check themselves)."""
@@ -226,7 +303,7 @@ class QueueResource(_Resource, _Waitable):
 
     def dequeue(self, ctx, n, timeout_ms, node, up_to=False):
         """``n`` elements; with ``up_to``, what is left (at least one) once closed."""
-        with self.cond:
+        with _Holding(self.cond):  # the consumer of a pipeline contends with its producers
             need = n + self.min_after_dequeue  # close() notifies when it lowers this
             self.dequeue_needs.append(need)
             try:

@@ -160,8 +160,6 @@ def split_matmul(a, b):
     from .intra_op import THREADS, run_chunks
 
     m, n = a.shape[0], b.shape[1]
-    if _swap_pays(a, b):
-        return _swapped(a, b)
     out = np.empty((m, n), np.result_type(a, b))
     pieces = max(1, THREADS * PIECES_PER_THREAD)
     if THREADS <= 1:
@@ -180,37 +178,6 @@ def split_matmul(a, b):
         run_chunks(lambda i: np.matmul(a, b[:, bounds[i]:bounds[i + 1]],
                                        out=out[:, bounds[i]:bounds[i + 1]]), len(bounds) - 1)
     return out
-
-
-def _swap_pays(a, b):
-    """Whether ``a @ b`` is better computed as ``(b.T @ a.T).T``: ``b`` is the transpose
-    of a C-ordered matrix (a MatMul with transpose_b, as every dense layer's input
-    gradient dy @ W^T is) and ``a`` has a quarter of ``b``'s columns or fewer. OpenBLAS
-    then streams the large operand as a row-major left factor instead of packing it from
-    its transposed layout: one thread, the CNN's 64 x 1024 x 3136 input gradient took
-    6.5 ms as dy @ W^T and 5.3 ms as (W @ dy^T)^T with the copy back to C order
-    (the MLP's 256 x 1024 x 1024, at a ratio of 4, 6.75 -> 6.5)."""
-    return (b.flags.f_contiguous and not b.flags.c_contiguous and a.flags.c_contiguous
-            and 4 * a.shape[0] <= b.shape[1])
-
-
-def _swapped(a, b):
-    """``a @ b`` as ``(b.T @ a.T).T``, in row pieces of ``b.T`` over the intra-op threads,
-    copied back to C order (a pass over the small result; consumers and in-place tails
-    expect C-ordered outputs)."""
-    from .intra_op import THREADS, run_chunks
-
-    bt, at = b.T, a.T
-    n = bt.shape[0]
-    tmp = np.empty((n, a.shape[0]), np.result_type(a, b))
-    if THREADS <= 1:
-        with one_thread():
-            np.matmul(bt, at, out=tmp)
-    else:
-        bounds = _bounds(n, max(1, THREADS * PIECES_PER_THREAD), PIECE_MIN)
-        run_chunks(lambda i: np.matmul(bt[bounds[i]:bounds[i + 1]], at,
-                                       out=tmp[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
-    return np.ascontiguousarray(tmp.T)
 
 
 def _bounds(size, pieces, multiple):

@@ -115,7 +115,21 @@ def test_conv_rejects_mismatched_depth_and_gradient_shape():
 
 
 POOLS = [((2, 7, 9, 3), (2, 2), (2, 2), "SAME"), ((1, 8, 8, 5), (3, 3), (2, 2), "VALID"),
-         ((3, 5, 6, 2), (3, 2), (1, 2), "SAME"), ((2, 28, 28, 32), (2, 2), (2, 2), "SAME")]
+         ((3, 5, 6, 2), (3, 2), (1, 2), "SAME"), ((2, 28, 28, 32), (2, 2), (2, 2), "SAME"),
+         ((2, 7, 7, 3), (2, 2), (2, 2), "VALID"), ((2, 8, 6, 3), (2, 3), (2, 3), "VALID")]
+
+
+@pytest.mark.parametrize("shape,ksize,strides,padding,tiled", [
+    ((2, 28, 28, 32), (2, 2), (2, 2), "SAME", True), ((2, 7, 9, 3), (2, 2), (2, 2), "SAME", True),
+    ((2, 8, 6, 3), (2, 3), (2, 3), "VALID", True), ((2, 7, 7, 3), (2, 2), (2, 2), "VALID", False),
+    ((1, 8, 8, 5), (3, 3), (2, 2), "VALID", False)])
+def test_pool_gradient_writes_dx_whole_only_where_windows_tile(shape, ksize, strides, padding, tiled):
+    """The gradient skips zeroing dx only when every pixel lies in exactly one window (a
+    7x7 image pooled 2x2 VALID leaves its last row and column out: they must be zeros)."""
+    node = type("Node", (), {"attrs": {"ksize": [1, *ksize, 1], "strides": [1, *strides, 1],
+                                       "padding": padding}})()
+    out_hw, window = conv_fast._pool_geometry(node, shape)
+    assert conv_fast._tiles(shape, out_hw, window) == tiled
 
 
 @pytest.mark.parametrize("parallel_min", [conv_fast.POOL_PARALLEL_MIN, 1], ids=["size", "chunked"])

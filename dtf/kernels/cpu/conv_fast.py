@@ -286,6 +286,15 @@ def max_pool(node):
     return compute
 
 
+def _tiles(x_shape, out_hw, window):
+    """Whether the pooling windows cover every pixel exactly once: strides equal to the
+    window, and the last window of each axis reaching the image's edge."""
+    kh, kw, sh, sw, pt, pl = window
+    (oh, ow), h, w = out_hw, x_shape[1], x_shape[2]
+    return (sh == kh and sw == kw and (oh - 1) * sh - pt + kh >= h
+            and (ow - 1) * sw - pl + kw >= w)
+
+
 @register_kernel("MaxPoolGrad", "CPU", dtypes=FLOATS, label="numba")
 @tiered_kernel
 def max_pool_grad(node):
@@ -300,10 +309,17 @@ def max_pool_grad(node):
             return np.zeros(x.shape, dy.dtype)
         dx = np.empty(x.shape, dy.dtype)
         x, y, dy = (np.ascontiguousarray(a) for a in (x, y, dy))
+        if _tiles(x.shape, (oh, ow), window):
+            from . import pool_jit
 
-        def images(b0, b1):
-            dx[b0:b1] = 0  # zeroed (and its pages touched) by the thread that fills it
-            _jit().max_pool_grad_into(x, y, dy, dx, b0, b1, *window)
+            kh, kw, _, _, pt, pl = window
+
+            def images(b0, b1):  # writes all of dx[b0:b1]: no zeroing pass
+                pool_jit.max_pool_grad_tiled_into(x, y, dy, dx, b0, b1, kh, kw, pt, pl)
+        else:
+            def images(b0, b1):
+                dx[b0:b1] = 0  # zeroed (and its pages touched) by the thread that fills it
+                _jit().max_pool_grad_into(x, y, dy, dx, b0, b1, *window)
 
         _over_images(x, images)
         return dx

@@ -1,0 +1,170 @@
+"""Direct convolution for few channels: each output pixel summed in registers, no patch
+matrix. Serves Conv2D and the stride-1 Conv2DBackpropInput (a convolution of the padded
+dy with the flipped, channel-swapped filter) when the output has at most ``MAX_CO``
+channels (and at least ``MIN_CO``) and the input at most ``MAX_CI`` (see ``eligible``).
+
+Why: for a 3x3 16 -> 16 layer on 64 x 32x32 the im2col product is [65536 x 144] x
+[144 x 16]; gathering the 37.7 MB patch matrix, and OpenBLAS packing it again, cost as
+much as the multiply-adds (one thread, quiet machine: 5.4 ms a call, 1.4 of them the
+gather). Here one loop computes ``JB`` neighbouring output pixels of a row at once, all
+``co`` output channels each, in ``JB * co`` scalar accumulators that LLVM packs into
+vector registers (co = 16 float32 is one AVX-512 register): per filter tap and input
+channel it loads ``co`` filter values once and adds ``JB`` broadcast input values times
+them. The same layer: 2.6 ms. Padding is copied once per chunk of images into a zeroed
+scratch buffer, so the loop itself never tests a bound.
+
+Two details of the compilation matter (``_compile``):
+
+- ``co`` is a compile-time constant: the accumulators are named variables of generated
+  source, one function per (co, dtype), compiled on first use (about 2 s; on a
+  background thread unless ``DTF_JIT_BACKGROUND=0``, im2col serving meanwhile). Generated
+  source has no file, so Numba's disk cache cannot keep them.
+- Numba turns LLVM's SLP vectorizer off by default, and its loop vectorizer picks the
+  input-channel loop (a reduction: gathers, 40-60 ms for the layer above). Both are
+  flipped for this one compilation, under Numba's compiler lock so no other function
+  compiles with them.
+
+Sums run over (filter row, filter column, input channel) in that order for every pixel,
+whatever thread or chunk computes it, so results do not depend on the thread count.
+``DTF_CONV_DIRECT=0`` turns the path off (im2col everywhere).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import numpy as np
+
+from . import jit_loading
+
+log = logging.getLogger("dtf")
+
+ENABLED = os.environ.get("DTF_CONV_DIRECT", "1") != "0"
+JB = 4  # output pixels per register block: 4 x 16 float32 accumulators, 4 of 32 registers
+MAX_CO = 32  # up to 8 accumulator registers at JB = 4
+# Fewer output channels fill too little of a vector register: the input gradient of the
+# deep-MNIST CNN's conv1 (32 -> 1 channel) took 17.9 ms direct against 2.2 by im2col, the
+# ResNet stem's (16 -> 3) 3.1 against 1.8.
+MIN_CO = 8
+MAX_CI = 64
+# Padded input per chunk of images: a few chunks per thread for balance on shared cores,
+# each small enough to stay in L2 while its pixels are computed.
+CHUNK_BYTES = 512 << 10
+
+_compiled: dict = {}  # (co, dtype) -> function, or None while compiling / after a failure
+_lock = threading.Lock()
+
+
+def eligible(ci, co, ow, dtype):
+    return (ENABLED and MIN_CO <= co <= MAX_CO and ci <= MAX_CI and ow >= JB
+            and dtype in (np.float32, np.float64))
+
+
+def kernel_for(co, dtype):
+    """The compiled loop for ``co`` output channels of ``dtype``, or None when it is not
+    ready (compiling in the background, or failed: im2col serves)."""
+    key = (co, np.dtype(dtype))
+    fn = _compiled.get(key, False)
+    if fn is not False:
+        return fn
+    with _lock:
+        if key in _compiled:
+            return _compiled[key]
+        _compiled[key] = None
+    if not jit_loading.BACKGROUND:  # read per call: the tests set it after import
+        _build(key)
+        return _compiled[key]
+    threading.Thread(target=_build, args=(key,), daemon=True,
+                     name=f"dtf-conv-direct-{co}").start()
+    return None
+
+
+def _build(key):
+    try:
+        _compiled[key] = _compile(*key)
+    except Exception:  # noqa: BLE001 - the im2col path still serves
+        log.exception("dtf: compiling the direct convolution for co=%d %s failed; "
+                      "im2col serves instead", key[0], key[1])
+
+
+def _source(co):
+    """Python source of ``kern(xp, w, out, ob, sh, sw, zero)``: output images ob + b of
+    ``out`` from the padded images b of ``xp`` (VALID, strides sh, sw), ``co`` channels."""
+    lines = [
+        "def kern(xp, w, out, ob, sh, sw, zero):",
+        "    nb, hp, wp, ci = xp.shape",
+        "    kh, kw = w.shape[0], w.shape[1]",
+        "    oh, ow = out.shape[1], out.shape[2]",
+        "    xf = xp.reshape(-1)",
+        "    wf = w.reshape(-1)",
+        "    of = out.reshape(-1)",
+        "    step = sw * ci",
+        "    for b in range(nb):",
+        "        for i in range(oh):",
+        "            row0 = (b * hp + i * sh) * wp",
+        "            orow = ((ob + b) * oh + i) * ow",
+        "            j = 0",
+        "            while j < ow:",
+        f"                if j + {JB} > ow:",
+        f"                    j = ow - {JB}  # the last block overlaps the one before",
+    ]
+    body = lines.append
+    for a in range(JB):
+        for o in range(co):
+            body(f"                a{a}_{o} = zero")
+    body("                for p in range(kh):")
+    body("                    for q in range(kw):")
+    body("                        xs = (row0 + p * wp + j * sw + q) * ci")
+    body(f"                        wb = (p * kw + q) * ci * {co}")
+    body("                        for c in range(ci):")
+    body(f"                            wc = wb + c * {co}")
+    for o in range(co):
+        body(f"                            w{o} = wf[u(wc + {o})]")
+    for a in range(JB):
+        body(f"                            x{a} = xf[u(xs + {a} * step + c)]")
+        for o in range(co):
+            body(f"                            a{a}_{o} += x{a} * w{o}")
+    body(f"                o = (orow + j) * {co}")
+    for a in range(JB):
+        for o in range(co):
+            body(f"                of[u(o + {a * co + o})] = a{a}_{o}")
+    body(f"                j += {JB}")
+    return "\n".join(lines) + "\n"
+
+
+def _compile(co, dtype):
+    import numba
+    from numba import njit, types
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    scope = {"u": numba.uint64}  # unsigned indices: no wraparound checks
+    exec(compile(_source(co), f"<dtf conv_direct co={co}>", "exec"), scope)
+    t = numba.from_dtype(dtype)
+    arr = types.Array(t, 4, "C")
+    sig = types.void(arr, arr, arr, types.int64, types.int64, types.int64, t)
+    with global_compiler_lock:
+        saved = config.LOOP_VECTORIZE, config.SLP_VECTORIZE
+        config.LOOP_VECTORIZE, config.SLP_VECTORIZE = 0, 1
+        try:
+            # contract only: fused multiply-adds, no reassociation and no NaN assumptions.
+            return njit(sig, nogil=True, fastmath={"contract"})(scope["kern"])
+        finally:
+            config.LOOP_VECTORIZE, config.SLP_VECTORIZE = saved
+
+
+def pad_into(src, b0, b1, buf, hp, wp, top, left):
+    """Images [b0, b1) of NHWC ``src`` into ``buf`` as [b1 - b0, hp, wp, c], placed at
+    (top, left) and cropped to the buffer, zeros elsewhere."""
+    c = src.shape[3]
+    xp = buf[:(b1 - b0) * hp * wp * c].reshape(b1 - b0, hp, wp, c)
+    h, w = src.shape[1], src.shape[2]
+    y0, y1 = max(top, 0), min(hp, top + h)
+    x0, x1 = max(left, 0), min(wp, left + w)
+    xp[:, :y0] = 0
+    xp[:, y1:] = 0
+    xp[:, y0:y1, :x0] = 0
+    xp[:, y0:y1, x1:] = 0
+    xp[:, y0:y1, x0:x1] = src[b0:b1, y0 - top:y1 - top, x0 - left:x1 - left]
+    return xp

@@ -98,27 +98,35 @@ def test_direct_loop_serves_small_channels_and_agrees_with_im2col(dtype, monkeyp
     calls = []
     real = conv_direct.kernel_for
 
-    def counted(co, dt):
-        fn = real(co, dt)
-        calls.append(co)
+    def counted(co, dt, kind="forward"):
+        fn = real(co, dt, kind)
+        calls.append((kind, co))
+        assert fn is not None
         return fn
 
     attrs = conv_attrs(dtype, (1, 1), "SAME")
     x = RNG.normal(size=(5, 12, 10, 16)).astype(dtype)
     w = RNG.normal(size=(3, 3, 16, 16)).astype(dtype)
     dy = RNG.normal(size=(5, 12, 10, 16)).astype(dtype)
-    sizes = np.array(x.shape, np.int32)
+    sizes, w_sizes = np.array(x.shape, np.int32), np.array(w.shape, np.int32)
     fwd, bwd = kernel("Conv2D", attrs), kernel("Conv2DBackpropInput", attrs)
+    bwd_w = kernel("Conv2DBackpropFilter", attrs)
+
+    def run():
+        return fwd(None, x, w), bwd(None, sizes, w, dy), bwd_w(None, x, w_sizes, dy)
+
     monkeypatch.setattr(conv_direct, "kernel_for", counted)
-    direct = fwd(None, x, w), bwd(None, sizes, w, dy)
-    assert calls == [16, 16]
-    monkeypatch.setattr(conv_direct, "CHUNK_BYTES", 1)
-    for a, b in zip(direct, (fwd(None, x, w), bwd(None, sizes, w, dy))):
-        np.testing.assert_array_equal(a, b)
+    direct = run()
+    assert calls == [("forward", 16), ("forward", 16), ("filter", 16)]
+    for a, b in zip(direct, run()):
+        np.testing.assert_array_equal(a, b)  # same chunks: same result
+    monkeypatch.setattr(conv_direct, "CHUNK_BYTES", 1)  # one image per chunk
+    for a, b in zip(direct[:2], run()[:2]):
+        np.testing.assert_array_equal(a, b)  # each pixel's sum never depends on chunks
     monkeypatch.setattr(conv_direct, "ENABLED", False)
-    for a, b in zip(direct, (fwd(None, x, w), bwd(None, sizes, w, dy))):
+    for a, b in zip(direct, run()):
         close(a, b, dtype)
-    assert len(calls) == 4
+    assert len(calls) == 9
 
 
 def test_direct_loop_propagates_nan_and_inf():

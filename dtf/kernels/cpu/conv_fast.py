@@ -162,6 +162,10 @@ def conv2d_backprop_filter(node):
         dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
         if g.pointwise:
             return np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci).T, dy_rows).reshape(shape)
+        if conv_direct.eligible(g.ci, g.co, x.dtype):
+            direct = conv_direct.kernel_for(g.co, x.dtype, "filter")
+            if direct is not None:
+                return _filter_direct(direct, g, pool, x, dy, shape)
         xf = _flat(x)
         # One partial sum per chunk, added at the end in chunk order: the result does not
         # depend on which thread took which chunk.
@@ -215,7 +219,7 @@ def conv2d_backprop_input(node):
 def _direct_kernel(ci, co, ow, dtype):
     """The direct loop for a convolution of ``ci`` -> ``co`` channels and ``ow`` output
     columns, or None where im2col serves (too many channels, or not compiled yet)."""
-    if not conv_direct.eligible(ci, co, ow, dtype):
+    if not conv_direct.eligible(ci, co, dtype, ow):
         return None
     return conv_direct.kernel_for(co, dtype)
 
@@ -239,6 +243,29 @@ def _run_direct(fn, pool, src, w4, out, hp, wp, top, left, sh, sw):
 
     run_chunks(one, len(chunks))
     return out
+
+
+def _filter_direct(fn, g, pool, x, dy, shape):
+    """The filter gradient by the direct loop: one partial [kh, kw, ci, co] per chunk of
+    padded images, added in chunk order (the same result whichever thread ran which)."""
+    hp, wp = (g.oh - 1) * g.sh + g.kh, (g.ow - 1) * g.sw + g.kw
+    image = hp * wp * g.ci
+    chunks = _batch_chunks(g.n, image * x.itemsize, conv_direct.CHUNK_BYTES)
+    parts = np.empty((len(chunks),) + shape, dy.dtype)
+    dy = np.ascontiguousarray(dy)
+    zero = dy.dtype.type(0)
+
+    def one(k):
+        b0, b1 = chunks[k]
+        buf = pool.take((b1 - b0) * image, x.dtype)
+        try:
+            xp = conv_direct.pad_into(x, b0, b1, buf, hp, wp, g.pt, g.pl)
+            fn(xp, dy[b0:b1], parts[k], g.sh, g.sw, zero)
+        finally:
+            pool.give(buf)
+
+    run_chunks(one, len(chunks))
+    return parts.sum(axis=0) if len(parts) > 1 else parts[0]
 
 
 def _backprop_input_by_gather(g, pool, w, dy, dx):

@@ -54,6 +54,7 @@ CHUNK_BYTES = 512 << 10
 
 _compiled: dict = {}  # (co, dtype) -> function, or None while compiling / after a failure
 _lock = threading.Lock()
+_compiling: list = []  # background compilation threads started
 
 
 def eligible(ci, co, dtype, ow=JB):
@@ -78,9 +79,17 @@ def kernel_for(co, dtype, kind="forward"):
     if not jit_loading.BACKGROUND:  # read per call: the tests set it after import
         _build(key)
         return _compiled[key]
-    threading.Thread(target=_build, args=(key,), daemon=True,
-                     name=f"dtf-conv-direct-{kind}-{co}").start()
+    thread = threading.Thread(target=_build, args=(key,), daemon=True,
+                              name=f"dtf-conv-direct-{kind}-{co}")
+    _compiling.append(thread)
+    thread.start()
     return None
+
+
+def wait(timeout_s=None):
+    """Waits for the compilations started so far (for benchmarks: the steady state)."""
+    for thread in list(_compiling):
+        thread.join(timeout_s)
 
 
 def _build(key):

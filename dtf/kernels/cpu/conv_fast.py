@@ -110,6 +110,8 @@ def _batch_chunks(n, per_image_bytes, chunk_bytes=CHUNK_BYTES):
     there are fewer than images) a multiple of the intra-op threads in number: conv1 of
     the deep-MNIST CNN (78 KB of patches an image) was 26 + 26 + 12 images, so one thread
     did 38 of the 64 while the other waited."""
+    if n == 0:
+        return []  # an empty batch: nothing to compute
     count = min(n, max(1, -(-n * per_image_bytes // chunk_bytes)))
     if THREADS > 1 and count < n:
         count = min(n, -(-count // THREADS) * THREADS)
@@ -162,7 +164,7 @@ def conv2d_backprop_filter(node):
         dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
         if g.pointwise:
             return np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci).T, dy_rows).reshape(shape)
-        if conv_direct.eligible(g.ci, g.co, x.dtype):
+        if conv_direct.eligible(g.ci, g.co, x.dtype) and g.n * g.pixels:
             direct = conv_direct.kernel_for(g.co, x.dtype, "filter")
             if direct is not None:
                 return _filter_direct(direct, g, pool, x, dy, shape)
@@ -177,7 +179,9 @@ def conv2d_backprop_filter(node):
             np.matmul(cols.T, dy_rows[b0 * g.pixels:b1 * g.pixels], out=parts[index[b0]])
 
         _chunked(pool, g.chunks, g.pixels, g.k, x.dtype, body)
-        return parts.sum(axis=0).reshape(shape) if len(parts) > 1 else parts[0].reshape(shape)
+        if len(parts) == 1:
+            return parts[0].reshape(shape)
+        return parts.sum(axis=0).reshape(shape)  # zeros for an empty batch
 
     return compute
 

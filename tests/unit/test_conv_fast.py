@@ -133,6 +133,20 @@ def test_direct_loop_serves_small_channels_and_agrees_with_im2col(dtype, monkeyp
     assert len(calls) == 9
 
 
+def test_direct_loop_module_is_written_for_the_next_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("DTF_CACHE_DIR", str(tmp_path))
+    fn = conv_direct._compile("forward", 8, np.float64)
+    (module,) = (tmp_path / "fused").glob("dtf_conv_direct_*.py")
+    assert "8 output channels" in module.read_text()
+    assert any((tmp_path / "fused" / "__pycache__").iterdir())  # Numba's cached machine code
+    xp = RNG.normal(size=(2, 6, 7, 3))
+    w = RNG.normal(size=(3, 3, 3, 8))
+    out = np.empty((2, 4, 5, 8))
+    fn(xp, w, out, 0, 1, 1, 0.0)
+    attrs = conv_attrs(np.float64, (1, 1), "VALID")
+    close(out, REFERENCE["Conv2D"](attrs, xp, w), np.float64)
+
+
 def test_direct_loop_propagates_nan_and_inf():
     attrs = conv_attrs(np.float32, (1, 1), "SAME")
     x = np.ones((1, 4, 6, 8), np.float32)

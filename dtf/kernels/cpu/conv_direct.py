@@ -25,6 +25,9 @@ Two details of the compilation matter (``_compile``):
   flipped for this one compilation, under Numba's compiler lock so no other function
   compiles with them.
 
+The generated text holds nothing from a graph but integers (the channel count) and a
+dtype name from the two that ``eligible`` admits.
+
 Sums run over (filter row, filter column, input channel) in that order for every pixel,
 whatever thread or chunk computes it, so results do not depend on the thread count.
 ``DTF_CONV_DIRECT=0`` turns the path off (im2col everywhere).

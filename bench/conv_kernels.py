@@ -1,11 +1,12 @@
-"""The convolution kernels of the deep-MNIST CNN (bench M1) in isolation, against the
-machine's sgemm rate measured in the same run: ``python -m bench.conv_kernels [--reps 7]
-[--threads 1]``.
+"""The convolution kernels of the deep-MNIST CNN (bench M1) and of the ResNet step (M3) in
+isolation, against the machine's sgemm rate measured in the same run: ``python -m
+bench.conv_kernels [--reps 7] [--threads 1]``.
 
 Each of M1's convolution kernels (conv1's forward and filter gradient; conv2's forward,
-filter gradient and input gradient) is called directly through the kernel registry on
-M1's layer shapes (batch 64, SAME, fresh random data), and so is one float32 sgemm of
-2048^3. Two rates are printed per kernel, each the best of ``--reps`` calls:
+filter gradient and input gradient), and the three of one of M3's 3x3 16 -> 16 layers, is
+called directly through the kernel registry on the layer's shapes (batch 64, SAME, fresh
+random data), and so is one float32 sgemm of 2048^3. Two rates are printed per kernel,
+each the best of ``--reps`` calls:
 
 - per core: FLOPs over the CPU time of the whole process (every thread), against a
   one-thread sgemm measured the same way. CPU time hardly moves when other programs share
@@ -27,12 +28,18 @@ import time
 
 import numpy as np
 
-# (name, op, x shape, filter shape): M1's two convolutions, 5x5 SAME at stride 1.
-LAYERS = (("conv1", (64, 28, 28, 1), (5, 5, 1, 32)), ("conv2", (64, 14, 14, 32), (5, 5, 32, 64)))
+# (name, x shape, filter shape): M1's two convolutions, 5x5 SAME at stride 1, and one of
+# M3's six 3x3 16 -> 16 body convolutions (SAME, stride 1).
+LAYERS = (("conv1", (64, 28, 28, 1), (5, 5, 1, 32)), ("conv2", (64, 14, 14, 32), (5, 5, 32, 64)),
+          ("m3", (64, 32, 32, 16), (3, 3, 16, 16)))
 # The kernels a training step runs per layer: conv1's input is the fed batch, so it has
 # no input gradient.
 KERNELS = {"conv1": ("Conv2D", "Conv2DBackpropFilter"),
-           "conv2": ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput")}
+           "conv2": ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput"),
+           "m3": ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput")}
+# Summary rows: (name, layers).
+TOTALS = (("conv2, fwd + bwd", ("conv2",)), ("M1 all, fwd + bwd", ("conv1", "conv2")),
+          ("m3, fwd + bwd", ("m3",)))
 
 
 def _best(fn, reps):
@@ -74,8 +81,8 @@ def _kernel(op):
 
 
 def kernel_rates(reps):
-    """[(layer, op, GFLOP, best wall s, best CPU s)] for every kernel of M1's convolutions."""
-    from dtf.kernels.cpu import jit_loading
+    """[(layer, op, GFLOP, best wall s, best CPU s)] for every kernel of LAYERS."""
+    from dtf.kernels.cpu import conv_direct, jit_loading
 
     jit_loading.wait()  # the Numba kernels, not their numpy stand-ins
     rng = np.random.default_rng(29)
@@ -90,8 +97,12 @@ def kernel_rates(reps):
             "Conv2DBackpropFilter": (lambda k: k(None, x, np.array(w_shape, np.int32), dy)),
             "Conv2DBackpropInput": (lambda k: k(None, np.array(x_shape, np.int32), w, dy)),
         }
-        for op in KERNELS[layer]:
-            k, call = _kernel(op), calls[op]
+        kernels = {op: _kernel(op) for op in KERNELS[layer]}
+        for op, k in kernels.items():
+            calls[op](k)
+        conv_direct.wait()  # the direct loops (few channels) compile at their first call
+        for op, k in kernels.items():
+            call = calls[op]
             wall, cpu = _best(lambda: call(k), reps)
             rows.append((layer, op, gflop, wall, cpu))
     return rows
@@ -128,7 +139,7 @@ def format_table(data, peak=None) -> str:
     own ``sgemm 2048^3 peak`` (all cores, wall), else this measurement's."""
     core_peak = data["sgemm_core_gflops"]
     wall_peak = peak or data["sgemm_wall_gflops"]
-    lines = [f"{'conv kernel (M1 shapes)':<30} {'ms wall':>8} {'ms CPU':>8} {'GFLOP/s/core':>13} "
+    lines = [f"{'conv kernel (M1, M3 shapes)':<30} {'ms wall':>8} {'ms CPU':>8} {'GFLOP/s/core':>13} "
              f"{'of sgemm':>9} {'GFLOP/s wall':>13} {'of peak':>8}"]
 
     def line(name, gflop, wall, cpu):
@@ -139,9 +150,9 @@ def format_table(data, peak=None) -> str:
     rows = data["kernels"]
     for r in rows:
         line(f"{r['layer']} {r['op']}", r["gflop"], r["wall_ms"], r["cpu_ms"])
-    for layer in ("conv2", None):
-        sel = [r for r in rows if layer is None or r["layer"] == layer]
-        line(f"{layer or 'all'}, fwd + bwd", *(sum(r[k] for r in sel) for k in ("gflop", "wall_ms", "cpu_ms")))
+    for name, layers in TOTALS:
+        sel = [r for r in rows if r["layer"] in layers]
+        line(name, *(sum(r[k] for r in sel) for k in ("gflop", "wall_ms", "cpu_ms")))
     lines.append(f"sgemm 2048^3: {core_peak:.1f} GFLOP/s per core (1 BLAS thread, CPU time), "
                  f"{wall_peak:.1f} GFLOP/s wall (all cores); load average {data['load_average']:.1f}")
     return "\n".join(lines)

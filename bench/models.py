@@ -188,6 +188,10 @@ def warm_up(model, impl, max_s=60.0):
         from dtf.kernels.cpu import jit_loading
 
         jit_loading.wait(max_s)
+        model.times(3)
+        from dtf.kernels.cpu import conv_direct
+
+        conv_direct.wait(max_s)  # the direct convolution loops compile on first use
     model.times(3)
 
 

@@ -340,8 +340,9 @@ KERNELS = {
             "MakeIterator OneShotIterator"
         ),
         'dtf.kernels.cpu.elementwise': (
-            "Abs Add Cast Ceil Cos Equal Exp Floor Greater GreaterEqual Less LessEqual Log Log1p "
-            "Maximum Minimum Mul Neg NotEqual Pow RealDiv Sigmoid Sign Sin Sqrt Square Sub Tanh"
+            "Abs Add AddN Cast Ceil Cos Equal Exp Floor Greater GreaterEqual Less LessEqual Log "
+            "Log1p Maximum Minimum Mul Neg NotEqual Pow RealDiv Sigmoid Sign Sin Sqrt Square Sub "
+            "Tanh"
         ),
         'dtf.kernels.cpu.logging': (
             "Print PrintV2"

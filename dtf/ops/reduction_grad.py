@@ -43,19 +43,21 @@ def _sum_grad(op, grad):
 
 @RegisterGradient("Mean")
 def _mean_grad(op, grad):
-    g = _broadcast_back(op, grad)
+    # TF divides after broadcasting; dividing the reduced gradient first gives the same
+    # values (each element is one gradient over the same factor) and divides the output's
+    # size instead of the input's: the ResNet step's global average pool divided 4 MiB.
     x = op.inputs[0]
     out = op.outputs[0]
     if x.shape.is_fully_defined() and out.shape.is_fully_defined():
         n_in = max(x.shape.num_elements(), 1)
         n_out = max(out.shape.num_elements(), 1)
         factor = n_in // n_out
-        return [g / math_ops.cast(factor, g.dtype), None]
+        return [_broadcast_back(op, grad / math_ops.cast(factor, grad.dtype)), None]
     # Elements averaged into each output: size(x) / size(out), from runtime sizes.
     n_out = out.shape.num_elements()
     n_out = array_ops.size(out) if n_out is None else max(n_out, 1)
-    factor = math_ops.cast(array_ops.size(x), g.dtype) / math_ops.cast(n_out, g.dtype)
-    return [g / factor, None]
+    factor = math_ops.cast(array_ops.size(x), grad.dtype) / math_ops.cast(n_out, grad.dtype)
+    return [_broadcast_back(op, grad / factor), None]
 
 
 @RegisterGradient("Prod")

@@ -10,7 +10,7 @@ import pytest
 import dtf as tf
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
-from dtf.kernels.cpu import blas, conv_fast, intra_op
+from dtf.kernels.cpu import blas, conv_direct, conv_fast, intra_op
 from dtf.kernels.reference import REFERENCE
 
 RNG = np.random.default_rng(29)
@@ -32,7 +32,8 @@ def conv_attrs(dtype, strides, padding):
 def close(got, want, dtype):
     tol = 1e-4 if dtype == np.float32 else 1e-10
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max())))
+    scale = float(np.abs(want).max()) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, scale))
 
 
 def dilate(w, rate):
@@ -56,6 +57,16 @@ CASES = [  # x shape, filter shape, strides, padding, dilation
     ((3, 5, 7, 8), (1, 1, 8, 6), (1, 1), "SAME", 1),       # 1x1: no patches at all
     ((2, 9, 9, 3), (1, 1, 3, 5), (2, 2), "VALID", 1),      # 1x1 strided: patches
     ((2, 4, 4, 3), (5, 5, 3, 2), (2, 2), "SAME", 1),       # filter larger than the image
+    # 8 to 32 output channels: the direct loop (conv_direct), forward and stride-1 dx
+    ((2, 9, 11, 5), (3, 3, 5, 8), (1, 1), "SAME", 1),      # direct forward, im2col dx (5 < 8)
+    ((2, 8, 9, 8), (3, 3, 8, 8), (2, 2), "SAME", 1),       # direct strided forward
+    ((3, 7, 10, 16), (3, 2, 16, 8), (1, 1), "VALID", 1),   # direct both ways, 16 -> 8 -> 16
+    ((1, 6, 5, 8), (3, 3, 8, 16), (1, 1), "SAME", 2),      # dilated, batch 1, 5 columns
+    ((2, 11, 9, 16), (5, 5, 16, 16), (2, 1), "VALID", 1),  # 5x5, strides 2 and 1
+    ((2, 5, 3, 8), (3, 3, 8, 8), (1, 1), "SAME", 1),       # 3 columns < conv_direct.JB: im2col
+    ((0, 6, 6, 8), (3, 3, 8, 8), (1, 1), "SAME", 1),       # empty batch, direct
+    ((0, 6, 6, 3), (3, 3, 3, 4), (1, 1), "SAME", 1),       # empty batch, im2col
+    ((2, 2, 2, 8), (1, 1, 8, 8), (3, 3), "VALID", 1),      # 1x1 output, stride beyond the filter
 ]
 
 
@@ -63,6 +74,7 @@ CASES = [  # x shape, filter shape, strides, padding, dilation
 def chunk_bytes(request, monkeypatch):
     """Default chunks, and one image per chunk (many chunks over the pool's threads)."""
     monkeypatch.setattr(conv_fast, "CHUNK_BYTES", request.param)
+    monkeypatch.setattr(conv_direct, "CHUNK_BYTES", request.param)
     return request.param
 
 
@@ -81,6 +93,67 @@ def test_conv2d_and_backprops_match_reference(x_shape, w_shape, strides, padding
           REFERENCE["Conv2DBackpropInput"](attrs, in_sizes, w, dy), dtype)
     close(kernel("Conv2DBackpropFilter", attrs)(None, x, w_sizes, dy),
           REFERENCE["Conv2DBackpropFilter"](attrs, x, w_sizes, dy), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_direct_loop_serves_small_channels_and_agrees_with_im2col(dtype, monkeypatch):
+    # M3's layer shape, shrunk: the direct loop runs (it is counted), and its results equal
+    # im2col's within rounding, and are the same whatever the chunks (no thread-dependent sums).
+    calls = []
+    real = conv_direct.kernel_for
+
+    def counted(co, dt, kind="forward"):
+        fn = real(co, dt, kind)
+        calls.append((kind, co))
+        assert fn is not None
+        return fn
+
+    attrs = conv_attrs(dtype, (1, 1), "SAME")
+    x = RNG.normal(size=(5, 12, 10, 16)).astype(dtype)
+    w = RNG.normal(size=(3, 3, 16, 16)).astype(dtype)
+    dy = RNG.normal(size=(5, 12, 10, 16)).astype(dtype)
+    sizes, w_sizes = np.array(x.shape, np.int32), np.array(w.shape, np.int32)
+    fwd, bwd = kernel("Conv2D", attrs), kernel("Conv2DBackpropInput", attrs)
+    bwd_w = kernel("Conv2DBackpropFilter", attrs)
+
+    def run():
+        return fwd(None, x, w), bwd(None, sizes, w, dy), bwd_w(None, x, w_sizes, dy)
+
+    monkeypatch.setattr(conv_direct, "kernel_for", counted)
+    direct = run()
+    assert calls == [("forward", 16), ("forward", 16), ("filter", 16)]
+    for a, b in zip(direct, run()):
+        np.testing.assert_array_equal(a, b)  # same chunks: same result
+    monkeypatch.setattr(conv_direct, "CHUNK_BYTES", 1)  # one image per chunk
+    for a, b in zip(direct[:2], run()[:2]):
+        np.testing.assert_array_equal(a, b)  # each pixel's sum never depends on chunks
+    monkeypatch.setattr(conv_direct, "ENABLED", False)
+    for a, b in zip(direct, run()):
+        close(a, b, dtype)
+    assert len(calls) == 9
+
+
+def test_direct_loop_module_is_written_for_the_next_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("DTF_CACHE_DIR", str(tmp_path))
+    fn = conv_direct._compile("forward", 8, np.float64)
+    (module,) = (tmp_path / "fused").glob("dtf_conv_direct_*.py")
+    assert "8 output channels" in module.read_text()
+    assert any((tmp_path / "fused" / "__pycache__").iterdir())  # Numba's cached machine code
+    xp = RNG.normal(size=(2, 6, 7, 3))
+    w = RNG.normal(size=(3, 3, 3, 8))
+    out = np.empty((2, 4, 5, 8))
+    fn(xp, w, out, 0, 1, 1, 0.0)
+    attrs = conv_attrs(np.float64, (1, 1), "VALID")
+    close(out, REFERENCE["Conv2D"](attrs, xp, w), np.float64)
+
+
+def test_direct_loop_propagates_nan_and_inf():
+    attrs = conv_attrs(np.float32, (1, 1), "SAME")
+    x = np.ones((1, 4, 6, 8), np.float32)
+    x[0, 1, 2, 3], x[0, 3, 5, 0] = np.nan, np.inf
+    w = np.ones((3, 3, 8, 8), np.float32)
+    with np.errstate(invalid="ignore"):  # inf - inf in the reference's products
+        close(kernel("Conv2D", attrs)(None, x, w), REFERENCE["Conv2D"](attrs, x, w), np.float32)
 
 
 def test_scratch_buffers_are_reused_and_results_are_not():

@@ -264,6 +264,42 @@ def test_relu_grad(dtype):
     check("ReluGrad", attrs, g, f[:1])  # broadcasting goes through the reference
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_grad_large_runs_in_slices(dtype):
+    # Over two slices of the intra-op threads, with a ragged last slice; NaNs and signed
+    # zeros in both inputs end up where the one-pass loop puts them.
+    from dtf.kernels.cpu.elementwise import SLICE_ELEMENTS
+
+    shape = (3, SLICE_ELEMENTS + 7)
+    g, f = RNG.normal(size=shape).astype(dtype), RNG.normal(size=shape).astype(dtype)
+    g[0, :5], f[1, -5:], f[2, :3] = np.nan, np.nan, -0.0
+    check("ReluGrad", {"T": dtypes.as_dtype(dtype)}, g, f)
+    check("ReluGrad", {"T": dtypes.as_dtype(dtype)}, g[:, ::-1], f[:, ::-1])  # not contiguous
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.int64])
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_add_n(dtype, count):
+    from dtf.kernels.cpu.elementwise import SLICE_ELEMENTS
+
+    attrs = {"T": dtypes.as_dtype(dtype), "N": count}
+    for shape in [(), (0, 4), (3, 5), (2, SLICE_ELEMENTS + 3), (SLICE_ELEMENTS // 4, 16)]:
+        xs = [(RNG.normal(size=shape) * 100).astype(dtype) for _ in range(count)]
+        got = check("AddN", attrs, *xs)
+        assert all(got is not x for x in xs)  # a fresh output, never an input
+    big = [RNG.normal(size=(5, SLICE_ELEMENTS)).astype(dtype) for _ in range(count)]
+    check("AddN", attrs, *(x.T for x in big))  # not contiguous
+    if count > 1:
+        check("AddN", attrs, big[0], *(x[:1] for x in big[1:]))  # broadcasts as the reference
+
+
+def test_add_n_keeps_nan_and_inf():
+    a = np.full(3 << 17, np.inf, np.float32)
+    b = np.zeros_like(a)
+    b[::3], b[1::3] = -np.inf, np.nan
+    check("AddN", {"T": F32, "N": 3}, a, b, a)
+
+
 # -- sparse softmax cross-entropy ------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("label_dtype", [np.int32, np.int64])

@@ -22,7 +22,8 @@ def _direct(x, mean, var, scale, offset, eps):
     return (x - mean) / np.sqrt(var + eps) * scale + offset
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (64, 32, 32, 16), (3, 2, 2, 2, 7)])
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (64, 32, 32, 16), (3, 2, 2, 2, 7),
+                                   (9, 33, 40, 13)])  # two chunks, ragged periods
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_training_forward_and_gradient_kernels_match_the_reference(shape, dtype):
     c = shape[-1]

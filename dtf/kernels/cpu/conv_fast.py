@@ -23,6 +23,7 @@ import numpy as np
 from dtf.framework import dtypes
 from dtf.kernels.reference.nn import check_conv_shapes, spatial_geometry
 from dtf.kernels.registry import register_kernel
+from . import conv_direct
 from .intra_op import THREADS, run_chunks
 from .jit_loading import tiered_kernel
 
@@ -104,12 +105,14 @@ def _chunked(pool, chunks, pixels, k, dtype, body):
     run_chunks(one, len(chunks))
 
 
-def _batch_chunks(n, per_image_bytes):
-    """[b0, b1) ranges of about CHUNK_BYTES of patches each, of near-equal sizes and (when
+def _batch_chunks(n, per_image_bytes, chunk_bytes=CHUNK_BYTES):
+    """[b0, b1) ranges of about ``chunk_bytes`` of patches each, of near-equal sizes and (when
     there are fewer than images) a multiple of the intra-op threads in number: conv1 of
     the deep-MNIST CNN (78 KB of patches an image) was 26 + 26 + 12 images, so one thread
     did 38 of the 64 while the other waited."""
-    count = min(n, max(1, -(-n * per_image_bytes // CHUNK_BYTES)))
+    if n == 0:
+        return []  # an empty batch: nothing to compute
+    count = min(n, max(1, -(-n * per_image_bytes // chunk_bytes)))
     if THREADS > 1 and count < n:
         count = min(n, -(-count // THREADS) * THREADS)
     return _even_ranges(n, count)
@@ -133,6 +136,11 @@ def conv2d(node):
         if g.pointwise:
             np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci), w2, out=rows_out)
             return out
+        direct = _direct_kernel(g.ci, g.co, g.ow, x.dtype)
+        if direct is not None:
+            hp, wp = (g.oh - 1) * g.sh + g.kh, (g.ow - 1) * g.sw + g.kw
+            return _run_direct(direct, pool, x, w2.reshape(w.shape), out, hp, wp, g.pt, g.pl,
+                               g.sh, g.sw)
         xf = _flat(x)
 
         def body(cols, b0, b1):
@@ -156,6 +164,10 @@ def conv2d_backprop_filter(node):
         dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
         if g.pointwise:
             return np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci).T, dy_rows).reshape(shape)
+        if conv_direct.eligible(g.ci, g.co, x.dtype) and g.n * g.pixels:
+            direct = conv_direct.kernel_for(g.co, x.dtype, "filter")
+            if direct is not None:
+                return _filter_direct(direct, g, pool, x, dy, shape)
         xf = _flat(x)
         # One partial sum per chunk, added at the end in chunk order: the result does not
         # depend on which thread took which chunk.
@@ -167,7 +179,9 @@ def conv2d_backprop_filter(node):
             np.matmul(cols.T, dy_rows[b0 * g.pixels:b1 * g.pixels], out=parts[index[b0]])
 
         _chunked(pool, g.chunks, g.pixels, g.k, x.dtype, body)
-        return parts.sum(axis=0).reshape(shape) if len(parts) > 1 else parts[0].reshape(shape)
+        if len(parts) == 1:
+            return parts[0].reshape(shape)
+        return parts.sum(axis=0).reshape(shape)  # zeros for an empty batch
 
     return compute
 
@@ -193,11 +207,69 @@ def conv2d_backprop_input(node):
         # co == ci the scatter's product is the wider one (N = kh*kw*ci against ci) and
         # wins: a 3x3 16 -> 16 layer on 64 x 32x32 took 6.0 ms scattered, 6.8 gathered
         # (5x5 64 -> 32 on 14x14: 18.4 scattered, 16.1 gathered).
+        if g.sh == g.sw == 1:
+            direct = _direct_kernel(g.co, g.ci, g.w, dy.dtype)
+            if direct is not None:  # dx: dy padded, correlated with the flipped filter
+                w_flip = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
+                return _run_direct(direct, pool, dy, w_flip, dx, g.h + g.kh - 1, g.w + g.kw - 1,
+                                   g.kh - 1 - g.pt, g.kw - 1 - g.pl, 1, 1)
         if g.sh == g.sw == 1 and g.co < g.ci:
             return _backprop_input_by_gather(g, pool, w, dy, dx)
         return _backprop_input_by_scatter(g, pool, w, dy, dx)
 
     return compute
+
+
+def _direct_kernel(ci, co, ow, dtype):
+    """The direct loop for a convolution of ``ci`` -> ``co`` channels and ``ow`` output
+    columns, or None where im2col serves (too many channels, or not compiled yet)."""
+    if not conv_direct.eligible(ci, co, dtype, ow):
+        return None
+    return conv_direct.kernel_for(co, dtype)
+
+
+def _run_direct(fn, pool, src, w4, out, hp, wp, top, left, sh, sw):
+    """``out`` = the VALID convolution (strides sh, sw) of ``src`` padded to hp x wp with
+    its first pixel at (top, left), by the direct loop ``fn``, over chunks of images on the
+    intra-op threads, each padded into a buffer of ``pool``."""
+    n, c = src.shape[0], src.shape[3]
+    image = hp * wp * c
+    chunks = _batch_chunks(n, image * src.itemsize, conv_direct.CHUNK_BYTES)
+    zero = src.dtype.type(0)
+
+    def one(k):
+        b0, b1 = chunks[k]
+        buf = pool.take((b1 - b0) * image, src.dtype)
+        try:
+            fn(conv_direct.pad_into(src, b0, b1, buf, hp, wp, top, left), w4, out, b0, sh, sw, zero)
+        finally:
+            pool.give(buf)
+
+    run_chunks(one, len(chunks))
+    return out
+
+
+def _filter_direct(fn, g, pool, x, dy, shape):
+    """The filter gradient by the direct loop: one partial [kh, kw, ci, co] per chunk of
+    padded images, added in chunk order (the same result whichever thread ran which)."""
+    hp, wp = (g.oh - 1) * g.sh + g.kh, (g.ow - 1) * g.sw + g.kw
+    image = hp * wp * g.ci
+    chunks = _batch_chunks(g.n, image * x.itemsize, conv_direct.CHUNK_BYTES)
+    parts = np.empty((len(chunks),) + shape, dy.dtype)
+    dy = np.ascontiguousarray(dy)
+    zero = dy.dtype.type(0)
+
+    def one(k):
+        b0, b1 = chunks[k]
+        buf = pool.take((b1 - b0) * image, x.dtype)
+        try:
+            xp = conv_direct.pad_into(x, b0, b1, buf, hp, wp, g.pt, g.pl)
+            fn(xp, dy[b0:b1], parts[k], g.sh, g.sw, zero)
+        finally:
+            pool.give(buf)
+
+    run_chunks(one, len(chunks))
+    return parts.sum(axis=0) if len(parts) > 1 else parts[0]
 
 
 def _backprop_input_by_gather(g, pool, w, dy, dx):

@@ -119,18 +119,21 @@ def test_word2vec_example_trains_a_table_partitioned_over_both_ps(make_cluster):
     from tests.cluster.conftest import REPO
 
     cl = make_cluster(ps=2, worker=2).start_all()
+    # The non-chief starts first and polls for the chief's initialization (at least once a
+    # second), and the run is long enough to outlast that poll: a chief that started first
+    # could finish every step before the other worker's process had even built its graph.
     procs = []
-    for i in (0, 1):
+    for i in (1, 0):
         env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(
             {"cluster": cl.jobs, "task": {"type": "worker", "index": i}, "rpc_layer": "grpc"}))
         env.pop("DTF_PROGRESS", None)
         procs.append(subprocess.Popen(
             [sys.executable, os.path.join(REPO, "examples", "word2vec_skipgram.py"),
-             "--vocabulary_size=2000", "--embedding_size=32", "--last_step=300",
+             "--vocabulary_size=2000", "--embedding_size=32", "--last_step=1000",
              "--report_steps=30"], cwd=REPO, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True))
     outs = []
-    for p in procs:
+    for p in reversed(procs):  # the chief (worker 0) first
         try:
             out, _ = p.communicate(timeout=240)
         except subprocess.TimeoutExpired:
@@ -140,7 +143,7 @@ def test_word2vec_example_trains_a_table_partitioned_over_both_ps(make_cluster):
         assert p.returncode == 0, out
         outs.append(out)
     assert "on /job:ps/task:0" in outs[0] and "on /job:ps/task:1" in outs[0], outs[0]
-    # The workers share the 300 global steps asynchronously: one that starts late may take
+    # The workers share the 1000 global steps asynchronously: one that starts late may take
     # only a handful, whose own first and last losses are noise. The one that took the most
     # steps shows the model learning; every worker must have stepped.
     runs = []

@@ -14,6 +14,7 @@ import time
 from dtf.framework import errors
 from dtf.framework.device_spec import DeviceSpec
 from dtf.framework.graph_def import node_def_of
+from dtf.runtime import memory
 from dtf.runtime.executor import ExecState, Executor, StepContext
 from dtf.framework.graph_walk import needed_nodes
 from .config import DeviceStepStats, NodeExecStats, RunOptions, describe_outputs
@@ -26,6 +27,7 @@ class LocalBackend:
     def __init__(self, graph, config):
         self._graph = graph
         self._config = config
+        memory.keep_freed_memory()  # a step's arrays reuse the last one's pages, as on a task
         self._state = ExecState()
         self._executor = Executor("CPU", LOCAL_DEVICE, inter_op_threads(config))
         self._step_ids = itertools.count(1)

@@ -18,7 +18,9 @@ hundred KiB are mapped afresh, or the heap's top is given back at every free, so
 step pays the page faults of its temporaries again (a word2vec worker: 190-320 minor
 faults per step, 0.5-0.7 ms of its 2.4-2.6 ms CPU per step; none after this). A task's
 step repeats its arrays' sizes, so the memory kept is what the next step uses again;
-``trim()`` still gives back what one-off steps leave.
+``trim()`` still gives back what one-off steps leave. A task's Worker and a local
+Session's backend both call it: the ResNet step (bench M3) faulted in 3,400-3,800 pages
+a step in a local Session (its 4 MiB activations), 0-240 after.
 """
 from __future__ import annotations
 

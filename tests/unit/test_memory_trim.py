@@ -82,3 +82,31 @@ def test_steps_reuse_pages_once_freed_memory_is_kept():
     if could == "False":
         pytest.skip("this C library has no mallopt")
     assert float(tuned) < 2, f"{tuned} page faults per step (before keep_freed_memory: {untuned})"
+
+
+LOCAL_SESSION = """
+import resource
+import numpy as np
+import dtf as tf
+
+x = tf.placeholder(tf.float32, [1024, 256])
+y = x * 2.0 + 1.0  # two 1 MiB temporaries a step
+total = tf.reduce_sum(y * y)
+feed = {x: np.ones((1024, 256), np.float32)}
+with tf.Session() as sess:
+    for _ in range(5):
+        sess.run(total, feed)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):
+        sess.run(total, feed)
+    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 50)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_local_session_steps_reuse_pages():
+    # Without keep_freed_memory every 1 MiB array is mapped afresh: ~256 faults each.
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(LOCAL_SESSION)], cwd=REPO,
+                          timeout=120, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(proc.stdout) < 50, f"{proc.stdout.strip()} page faults per local step"

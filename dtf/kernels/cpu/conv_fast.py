@@ -80,6 +80,12 @@ class ConvPlan:
         """A 1x1 filter at stride 1 without padding: the input is already the patch matrix."""
         return self.kh == self.kw == 1 and self.sh == self.sw == 1 and self.pt == self.pl == 0
 
+    @property
+    def padded(self):
+        """(height, width) of an input image padded so that a VALID convolution of it gives
+        the output size: what the direct loops read."""
+        return (self.oh - 1) * self.sh + self.kh, (self.ow - 1) * self.sw + self.kw
+
     def gather(self, xf, cols, b0, b1):
         """im2col of images [b0, b1) of the flat input ``xf`` into ``cols``."""
         _jit().im2col_into(xf, self.n, self.h, self.w, self.ci, cols, b0, b1, self.kh, self.kw,
@@ -136,10 +142,9 @@ def conv2d(node):
         if g.pointwise:
             np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci), w2, out=rows_out)
             return out
-        direct = _direct_kernel(g.ci, g.co, g.ow, x.dtype)
+        direct = _direct_kernel(g.ci, g.co, x.dtype, g.ow)
         if direct is not None:
-            hp, wp = (g.oh - 1) * g.sh + g.kh, (g.ow - 1) * g.sw + g.kw
-            return _run_direct(direct, pool, x, w2.reshape(w.shape), out, hp, wp, g.pt, g.pl,
+            return _run_direct(direct, pool, x, w2.reshape(w.shape), out, *g.padded, g.pt, g.pl,
                                g.sh, g.sw)
         xf = _flat(x)
 
@@ -164,10 +169,9 @@ def conv2d_backprop_filter(node):
         dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
         if g.pointwise:
             return np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci).T, dy_rows).reshape(shape)
-        if conv_direct.eligible(g.ci, g.co, x.dtype) and g.n * g.pixels:
-            direct = conv_direct.kernel_for(g.co, x.dtype, "filter")
-            if direct is not None:
-                return _filter_direct(direct, g, pool, x, dy, shape)
+        direct = _direct_kernel(g.ci, g.co, x.dtype, kind="filter") if g.n * g.pixels else None
+        if direct is not None:
+            return _filter_direct(direct, g, pool, x, dy, shape)
         xf = _flat(x)
         # One partial sum per chunk, added at the end in chunk order: the result does not
         # depend on which thread took which chunk.
@@ -208,7 +212,7 @@ def conv2d_backprop_input(node):
         # wins: a 3x3 16 -> 16 layer on 64 x 32x32 took 6.0 ms scattered, 6.8 gathered
         # (5x5 64 -> 32 on 14x14: 18.4 scattered, 16.1 gathered).
         if g.sh == g.sw == 1:
-            direct = _direct_kernel(g.co, g.ci, g.w, dy.dtype)
+            direct = _direct_kernel(g.co, g.ci, dy.dtype, g.w)
             if direct is not None:  # dx: dy padded, correlated with the flipped filter
                 w_flip = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
                 return _run_direct(direct, pool, dy, w_flip, dx, g.h + g.kh - 1, g.w + g.kw - 1,
@@ -220,55 +224,56 @@ def conv2d_backprop_input(node):
     return compute
 
 
-def _direct_kernel(ci, co, ow, dtype):
-    """The direct loop for a convolution of ``ci`` -> ``co`` channels and ``ow`` output
-    columns, or None where im2col serves (too many channels, or not compiled yet)."""
+def _direct_kernel(ci, co, dtype, ow=conv_direct.JB, kind="forward"):
+    """The direct loop ``kind`` for a convolution of ``ci`` -> ``co`` channels and ``ow``
+    output columns, or None where im2col serves (too many channels, or not compiled yet)."""
     if not conv_direct.eligible(ci, co, dtype, ow):
         return None
-    return conv_direct.kernel_for(co, dtype)
+    return conv_direct.kernel_for(co, dtype, kind)
 
 
-def _run_direct(fn, pool, src, w4, out, hp, wp, top, left, sh, sw):
-    """``out`` = the VALID convolution (strides sh, sw) of ``src`` padded to hp x wp with
-    its first pixel at (top, left), by the direct loop ``fn``, over chunks of images on the
-    intra-op threads, each padded into a buffer of ``pool``."""
-    n, c = src.shape[0], src.shape[3]
-    image = hp * wp * c
-    chunks = _batch_chunks(n, image * src.itemsize, conv_direct.CHUNK_BYTES)
-    zero = src.dtype.type(0)
+def _padded_chunks(src, hp, wp):
+    """[b0, b1) chunks of the images of ``src`` for the direct loops (by padded size)."""
+    return _batch_chunks(src.shape[0], hp * wp * src.shape[3] * src.itemsize,
+                         conv_direct.CHUNK_BYTES)
+
+
+def _over_padded(pool, src, chunks, hp, wp, top, left, body):
+    """``body(k, padded, b0, b1)`` for each chunk k = [b0, b1) of ``chunks`` on the intra-op
+    threads: its images of ``src`` padded to hp x wp with their first pixel at (top, left),
+    in a buffer of ``pool``."""
+    image = hp * wp * src.shape[3]
 
     def one(k):
         b0, b1 = chunks[k]
         buf = pool.take((b1 - b0) * image, src.dtype)
         try:
-            fn(conv_direct.pad_into(src, b0, b1, buf, hp, wp, top, left), w4, out, b0, sh, sw, zero)
+            body(k, conv_direct.pad_into(src, b0, b1, buf, hp, wp, top, left), b0, b1)
         finally:
             pool.give(buf)
 
     run_chunks(one, len(chunks))
+
+
+def _run_direct(fn, pool, src, w4, out, hp, wp, top, left, sh, sw):
+    """``out`` = the VALID convolution (strides sh, sw) of ``src`` padded to hp x wp with
+    its first pixel at (top, left), by the direct loop ``fn``."""
+    zero = src.dtype.type(0)
+    _over_padded(pool, src, _padded_chunks(src, hp, wp), hp, wp, top, left,
+                 lambda k, xp, b0, b1: fn(xp, w4, out, b0, sh, sw, zero))
     return out
 
 
 def _filter_direct(fn, g, pool, x, dy, shape):
     """The filter gradient by the direct loop: one partial [kh, kw, ci, co] per chunk of
     padded images, added in chunk order (the same result whichever thread ran which)."""
-    hp, wp = (g.oh - 1) * g.sh + g.kh, (g.ow - 1) * g.sw + g.kw
-    image = hp * wp * g.ci
-    chunks = _batch_chunks(g.n, image * x.itemsize, conv_direct.CHUNK_BYTES)
+    hp, wp = g.padded
+    chunks = _padded_chunks(x, hp, wp)
     parts = np.empty((len(chunks),) + shape, dy.dtype)
     dy = np.ascontiguousarray(dy)
     zero = dy.dtype.type(0)
-
-    def one(k):
-        b0, b1 = chunks[k]
-        buf = pool.take((b1 - b0) * image, x.dtype)
-        try:
-            xp = conv_direct.pad_into(x, b0, b1, buf, hp, wp, g.pt, g.pl)
-            fn(xp, dy[b0:b1], parts[k], g.sh, g.sw, zero)
-        finally:
-            pool.give(buf)
-
-    run_chunks(one, len(chunks))
+    _over_padded(pool, x, chunks, hp, wp, g.pt, g.pl,
+                 lambda k, xp, b0, b1: fn(xp, dy[b0:b1], parts[k], g.sh, g.sw, zero))
     return parts.sum(axis=0) if len(parts) > 1 else parts[0]
 
 

@@ -102,8 +102,8 @@ def acquire_holding_gil(lock, tries=3):
     lock.acquire()
 
 
-class _Holding:
-    """``with _Holding(lock):`` takes ``lock`` by acquire_holding_gil."""
+class holding_gil:
+    """``with holding_gil(lock):`` takes ``lock`` by acquire_holding_gil."""
 
     __slots__ = ("lock",)
 
@@ -260,37 +260,31 @@ class QueueResource(_Resource, _Waitable):
         return np.stack(values)
 
     def enqueue(self, ctx, elements, timeout_ms, node):
-        acquire_holding_gil(self.cond)
-        try:
-            self._enqueue(ctx, elements, timeout_ms, node)
-        finally:
-            self.cond.release()
-
-    def _enqueue(self, ctx, elements, timeout_ms, node):  # holding self.cond
-        if self.closed:
-            raise errors.CancelledError(node.name, None, f"{self.kind} '{self.name}' is closed.")
-        if len(elements) == 1 and len(self.items) < self.capacity and not self.cancel_enqueues:
-            # One element with room for it, a queue runner's every step: what the loop
-            # below does then, without its wait conditions.
-            self.items.append(elements[0])
-            self._notify_enqueued()
-            return
-        if ctx.may_park is not None:
-            # A parked kernel is retried from the start: it enqueues all or nothing.
-            if len(elements) > self.capacity:
-                raise WouldBlock()  # can only go in piece by piece: needs a thread
-            _wait(self, lambda: self.cancel_enqueues
-                  or len(self.items) + len(elements) <= self.capacity, ctx, timeout_ms,
-                  lambda: f"waiting to enqueue into full queue '{self.name}'")
-        for el in elements:
-            _wait(self, lambda: self.cancel_enqueues or len(self.items) < self.capacity,
-                  ctx, timeout_ms, lambda: f"waiting to enqueue into full queue '{self.name}'")
-            if self.cancel_enqueues:
-                raise errors.CancelledError(
-                    node.name, None, f"Enqueue operation was cancelled: {self.kind} '{self.name}' "
-                    "was closed")
-            self.items.append(el)
-            self._notify_enqueued()
+        with holding_gil(self.cond):  # queue runners contend for it on every record
+            if self.closed:
+                raise errors.CancelledError(node.name, None, f"{self.kind} '{self.name}' is closed.")
+            if len(elements) == 1 and len(self.items) < self.capacity and not self.cancel_enqueues:
+                # One element with room for it, a queue runner's every step: what the loop
+                # below does then, without its wait conditions.
+                self.items.append(elements[0])
+                self._notify_enqueued()
+                return
+            if ctx.may_park is not None:
+                # A parked kernel is retried from the start: it enqueues all or nothing.
+                if len(elements) > self.capacity:
+                    raise WouldBlock()  # can only go in piece by piece: needs a thread
+                _wait(self, lambda: self.cancel_enqueues
+                      or len(self.items) + len(elements) <= self.capacity, ctx, timeout_ms,
+                      lambda: f"waiting to enqueue into full queue '{self.name}'")
+            for el in elements:
+                _wait(self, lambda: self.cancel_enqueues or len(self.items) < self.capacity,
+                      ctx, timeout_ms, lambda: f"waiting to enqueue into full queue '{self.name}'")
+                if self.cancel_enqueues:
+                    raise errors.CancelledError(
+                        node.name, None, f"Enqueue operation was cancelled: {self.kind} '{self.name}' "
+                        "was closed")
+                self.items.append(el)
+                self._notify_enqueued()
 
     def _notify_enqueued(self):
         """An enqueue only unblocks dequeuers (and parked steps, which re-check themselves)."""
@@ -303,7 +297,7 @@ class QueueResource(_Resource, _Waitable):
 
     def dequeue(self, ctx, n, timeout_ms, node, up_to=False):
         """``n`` elements; with ``up_to``, what is left (at least one) once closed."""
-        with _Holding(self.cond):  # the consumer of a pipeline contends with its producers
+        with holding_gil(self.cond):  # the consumer of a pipeline contends with its producers
             need = n + self.min_after_dequeue  # close() notifies when it lowers this
             self.dequeue_needs.append(need)
             try:

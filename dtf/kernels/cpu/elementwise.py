@@ -122,10 +122,9 @@ def _add_n(node):
 
     def compute(ctx, *xs):
         first = xs[0]
-        if any(x.shape != first.shape or x.dtype != first.dtype for x in xs[1:]):
-            return ref(node.attrs, *xs)  # its checks and messages
-        if len(xs) == 1 or first.size < SLICE_ELEMENTS:
-            return ref(node.attrs, *xs)
+        if (len(xs) == 1 or first.size < SLICE_ELEMENTS
+                or any(x.shape != first.shape or x.dtype != first.dtype for x in xs[1:])):
+            return ref(node.attrs, *xs)  # small sums, and its checks and messages
         flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
         out = np.empty(first.shape, first.dtype)
         of = out.reshape(-1)

@@ -8,7 +8,7 @@ import numpy as np
 
 from dtf.data.file_stages import fixed_length_records, open_file, text_lines
 from dtf.framework import errors
-from dtf.kernels.cpu.data_flow import _Resource, _resource_kernel, acquire_holding_gil
+from dtf.kernels.cpu.data_flow import _Resource, _resource_kernel, holding_gil
 from dtf.kernels.registry import WouldBlock, register_kernel
 from dtf.ops import reader_ops  # noqa: F401  (the op definitions, wherever kernels load)
 from dtf.summary.records import iter_records
@@ -91,17 +91,13 @@ class ReaderResource(_Resource):
 
     def read(self, ctx, queue, node, n=1):
         """Up to ``n`` (key, value) pairs of one work unit (exactly one when n == 1)."""
-        acquire_holding_gil(self.lock)
-        try:
+        with holding_gil(self.lock):  # a blocking acquire fell into a convoy: see there
             return self._read(ctx, queue, node, n)
-        finally:
-            self.lock.release()
 
     def read_one(self, ctx, queue, node):
         """The next (key, value): ``read(..., n=1)``'s one pair, without its list (the
         step of a queue runner that reads records one by one)."""
-        acquire_holding_gil(self.lock)  # see there: a blocking acquire fell into a convoy
-        try:
+        with holding_gil(self.lock):
             while True:
                 if self.current is None:
                     self.current = iter(self.records_of(self.attrs, self._next_work(ctx, queue, node)))
@@ -111,8 +107,6 @@ class ReaderResource(_Resource):
                     return pair
                 self.current = None
                 self.completed += 1
-        finally:
-            self.lock.release()
 
     def _next_work(self, ctx, queue, node):
         (el,) = queue.dequeue(ctx, 1, -1, node)

@@ -10,17 +10,25 @@ it after the first run of each partition (initializers run once; a training step
 arrays are reused from the next step on), so it costs a few milliseconds once per plan.
 Elsewhere than glibc it does nothing.
 
-``keep_freed_memory()`` sets, for the process, the thresholds glibc's malloc reaches by
-itself once a large array has been freed (it raises them at each free of a mapped block,
-up to 32 MiB for mapping and 64 MiB for trimming). Why: a process that never freed such
-an array keeps glibc's start values, 128 KiB for both, and then a step's arrays of a few
-hundred KiB are mapped afresh, or the heap's top is given back at every free, so every
-step pays the page faults of its temporaries again (a word2vec worker: 190-320 minor
-faults per step, 0.5-0.7 ms of its 2.4-2.6 ms CPU per step; none after this). A task's
-step repeats its arrays' sizes, so the memory kept is what the next step uses again;
-``trim()`` still gives back what one-off steps leave. A task's Worker and a local
-Session's backend both call it: the ResNet step (bench M3) faulted in 3,400-3,800 pages
-a step in a local Session (its 4 MiB activations), 0-240 after.
+``keep_freed_memory()`` makes the allocator keep what a step frees for the next step,
+which allocates the same sizes again; ``trim()`` gives back what one-off steps leave.
+glibc's start values return memory eagerly: arrays over 128 KiB are mapped afresh each
+time, the heap's top is given back past 128 KiB free, and a thread's arena (its heaps are
+64 MiB each) unmaps a heap the moment a step has emptied it. Each step then pays the
+page faults of its temporaries again: a word2vec worker 190-320 minor faults per step
+(0.5-0.7 ms of its 2.4-2.6 ms CPU), the ResNet step (bench M3) 3,400-3,800 in a local
+Session, and 4,000-8,000 more, in some runs only, on the inter-op thread whose arena
+crossed a heap's edge at that step. So, for the process:
+- arrays are mapped on their own only from 32 MiB (the most glibc's own adjustment
+  reaches on 64-bit systems), so a step's activations come from the heaps;
+- nothing is trimmed by itself (only ``trim()`` gives memory back): any automatic
+  threshold is crossed every step by a model whose live arrays rise and fall by more;
+- the top pad is 64 MiB, which keeps an emptied thread heap mapped (glibc unmaps one
+  only when more than the pad would be left free) and grows the main heap in steps of
+  64 MiB of address space (pages are resident only once written).
+A task's Worker and a local Session's backend both call it. Peak memory is what the step
+writes, as before; between steps a process keeps its high-water mark, as TensorFlow's
+allocators do, until ``trim()``.
 """
 from __future__ import annotations
 
@@ -34,11 +42,12 @@ _UNSET = object()
 _malloc_trim = _UNSET
 _tuned = False
 
-# mallopt's parameters (malloc.h) and the largest values glibc's own adjustment reaches
-# on 64-bit systems (DEFAULT_MMAP_THRESHOLD_MAX, and twice it for trimming).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# mallopt's parameters (malloc.h). The mapping threshold is the largest mallopt accepts
+# (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems); -1 turns automatic trimming off.
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 MMAP_THRESHOLD = 32 << 20
-TRIM_THRESHOLD = 64 << 20
+TRIM_THRESHOLD = -1
+TOP_PAD = 64 << 20
 
 
 def _libc():
@@ -56,9 +65,9 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    # Both, or glibc would go on adjusting the other from its start value.
+    # All three: setting one stops glibc's own adjustment of the other two as well.
     _tuned = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)) and bool(mallopt(_M_TOP_PAD, TOP_PAD))
     return _tuned
 
 

@@ -122,8 +122,10 @@ class Plan:
         self.inline = False
         # Whether a worker has run it (it gives free memory back after a plan's first run).
         self.ran = False
-        # The inter-op parallelism policy (dtf.runtime.parallel) while it may still pay off.
+        # The inter-op parallelism policy (dtf.runtime.parallel) while it may still pay off,
+        # and the policy for good (it measures again when kernels change speed).
         self.inter_op = None
+        self.inter_op_policy = None
         # Partitions that receive tensors or may block run as dataflow (see _DataflowRun).
         recv_keys = [getattr(st.compute, "recv_key", None) for st in steps]
         self.receives = any(k is not None for k in recv_keys)
@@ -552,7 +554,8 @@ class Executor:
             return
         from dtf.runtime.parallel import InterOp
 
-        plan.inter_op = InterOp(plan, self._pool, _dataflow_graph(plan.steps, plan.feed_slots))
+        plan.inter_op = plan.inter_op_policy = InterOp(
+            plan, self._pool, _dataflow_graph(plan.steps, plan.feed_slots))
 
     def cached_plan(self, fetches: tuple, feeds: tuple, targets: tuple) -> Plan | None:
         """The plan of a signature that has run before, else None (never compiles)."""

@@ -11,6 +11,10 @@ and a handoff costs tens of microseconds, so a plan goes parallel only once meas
    it stays parallel only if its fastest parallel run beat its fastest sequential one.
 
 A plan that never goes parallel runs exactly as before: the executor drops its policy.
+Every policy measures again from 1. when kernels change speed (Numba's loops load, a
+direct convolution compiles): numpy's stand-ins run on one core, the loops on all of them,
+so a plan whose steps gained from the pool while numpy ran can lose from it afterwards
+(the ResNet step, bench M3: 61 ms a step parallel against 50 sequential once loaded).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from dtf.kernels.cpu import jit_loading
 from dtf.runtime.fusion import FusedStep, TailStep
 from dtf.runtime.executor import _invoke
 
@@ -94,16 +99,30 @@ class InterOp:
         self.plan = plan
         self.pool = pool
         self.consumers, self.initial_pending = graph
-        n = len(plan.steps)
-        self.step_min = [float("inf")] * n
-        self.seq_min = float("inf")
-        self.par_min = float("inf")
-        self.seq_runs = 0
-        self.par_runs = 0
-        self.heavy = None  # per step: run on the pool (decided after profiling)
         self._lock = threading.Lock()
+        self._restart()
+        _POLICIES.add(self)
+
+    def _restart(self):
+        with self._lock:
+            self.step_min = [float("inf")] * len(self.plan.steps)
+            self.seq_min = float("inf")
+            self.par_min = float("inf")
+            self.seq_runs = 0
+            self.par_runs = 0
+            self.heavy = None  # per step: run on the pool (decided after profiling)
+            self.stale = False  # set from another thread: restart at the next run
+
+    def measure_again(self):
+        """Profiles the plan afresh from its next run, even if it had settled on
+        sequential (the plan holds its policy in ``inter_op_policy`` for this)."""
+        with self._lock:
+            self.stale = True
+            self.plan.inter_op = self
 
     def run(self, ctx, vals, stats):
+        if self.stale:
+            self._restart()
         if self.heavy is None:
             if stats is not None:
                 _run_traced(self.plan.steps, ctx, vals, stats)
@@ -137,18 +156,32 @@ class InterOp:
                  for i, t in enumerate(self.step_min)]
         if _independent_pair(heavy, self.consumers, self.initial_pending):
             self.heavy = heavy
-        else:
+        elif not self.stale:
             self.plan.inter_op = None
 
     def _trial_done(self, seconds):
         with self._lock:
             self.par_min = min(self.par_min, seconds)
             self.par_runs += 1
-            if self.par_runs == PROFILE_RUNS and self.par_min >= MIN_GAIN * self.seq_min:
+            if (self.par_runs == PROFILE_RUNS and self.par_min >= MIN_GAIN * self.seq_min
+                    and not self.stale):
                 self.plan.inter_op = None
+
 
     def _run_parallel(self, ctx, vals, stats):
         _ParallelRun(self, ctx, vals, stats).run()
+
+
+# Every live policy, to be told when kernels change speed (see the module docstring).
+_POLICIES: "weakref.WeakSet[InterOp]" = weakref.WeakSet()
+
+
+def _measure_all_again():
+    for policy in list(_POLICIES):
+        policy.measure_again()
+
+
+jit_loading.on_kernels_changed(_measure_all_again)
 
 
 def _may_run_on_pool(compute) -> bool:
@@ -201,11 +234,12 @@ class _ParallelRun:
     All bookkeeping stays on the calling thread; pool threads only report back. The first
     error stops new launches and is raised once every launched step has finished."""
 
-    __slots__ = ("policy", "ctx", "vals", "stats", "pending", "light", "heavy_ready",
+    __slots__ = ("policy", "heavy", "ctx", "vals", "stats", "pending", "light", "heavy_ready",
                  "remaining", "in_flight", "results", "error")
 
     def __init__(self, policy, ctx, vals, stats):
         self.policy = policy
+        self.heavy = policy.heavy  # another thread running the plan may restart the policy
         self.ctx, self.vals, self.stats = ctx, vals, stats
         self.pending = list(policy.initial_pending)
         self.light, self.heavy_ready = [], []
@@ -268,4 +302,4 @@ class _ParallelRun:
                 self._ready(c)
 
     def _ready(self, i):
-        (self.heavy_ready if self.policy.heavy[i] else self.light).append(i)
+        (self.heavy_ready if self.heavy[i] else self.light).append(i)

@@ -7,6 +7,7 @@ import pytest
 
 import dtf as tf
 from dtf.client.local import inter_op_threads
+from dtf.kernels.cpu import jit_loading
 from dtf.runtime import parallel
 
 WARM_RUNS = 2 * parallel.PROFILE_RUNS + 1  # past profiling and the parallel trial
@@ -171,6 +172,37 @@ def test_parallel_that_loses_its_trial_goes_back_to_sequential(monkeypatch):
         for _ in range(parallel.PROFILE_RUNS):
             sess.run(both, feed)
         assert plans(sess)[-1].inter_op is None
+
+
+def test_plans_measure_again_when_kernels_change_speed(monkeypatch):
+    # Numba's loops loading (or a direct convolution compiling) changes which policy wins:
+    # a plan settled on sequential is profiled again, and so is one still profiling.
+    monkeypatch.setattr(parallel, "HEAVY_SECONDS", 0.0)
+    monkeypatch.setattr(parallel, "MIN_GAIN", 0.0)  # every trial is lost
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [4, 4])
+        both = [tf.tanh(a), tf.sigmoid(a)]
+    feed = {a: np.ones((4, 4), np.float32)}
+    with session(g, 2) as sess:
+        for _ in range(WARM_RUNS):
+            sess.run(both, feed)
+        plan = plans(sess)[-1]
+        assert plan.inter_op is None  # settled sequential
+        jit_loading.kernels_changed()
+        assert plan.inter_op is plan.inter_op_policy
+        sess.run(both, feed)
+        assert plan.inter_op.seq_runs == 1 and plan.inter_op.heavy is None
+        for _ in range(parallel.PROFILE_RUNS - 1):
+            sess.run(both, feed)
+        assert plan.inter_op.heavy is not None  # on trial again
+        jit_loading.kernels_changed()  # mid-trial: the trial starts over
+        values = sess.run(both, feed)
+        assert plan.inter_op.seq_runs == 1 and plan.inter_op.heavy is None
+        np.testing.assert_allclose(values[0], np.tanh(np.ones((4, 4))), rtol=1e-6)
+        for _ in range(WARM_RUNS):
+            sess.run(both, feed)
+        assert plan.inter_op is None
 
 
 @pytest.mark.parametrize("edges, heavy, expected", [

@@ -102,6 +102,8 @@ def _build(key):
     except Exception:  # noqa: BLE001 - the im2col path still serves
         log.exception("dtf: compiling the direct convolution loop %s for co=%d %s failed; "
                       "im2col serves instead", *key)
+        return
+    jit_loading.kernels_changed()
 
 
 def _forward_source(co):

@@ -57,6 +57,9 @@ SLOW_CALL_S = 0.002
 
 _done = threading.Event()
 _lock = threading.Lock()
+# Called when the loops that serve kernels change (they loaded, or a loop compiled in the
+# background took over): whatever was measured of a step's kernels before is out of date.
+_change_listeners: list = []
 _loader: threading.Thread | None = None
 _failed = False
 
@@ -166,6 +169,18 @@ def _load():
         if sys.getswitchinterval() == loading_interval:
             sys.setswitchinterval(interval)  # unless someone else has set it meanwhile
     _done.set()
+    kernels_changed()
+
+
+def on_kernels_changed(listener):
+    """Calls ``listener()`` (on the thread that made the change) whenever kernels change
+    speed: the loops loaded, or a loop compiled in the background now serves."""
+    _change_listeners.append(listener)
+
+
+def kernels_changed():
+    for listener in list(_change_listeners):
+        listener()
 
 
 def _start():

@@ -156,6 +156,31 @@ def test_direct_loop_propagates_nan_and_inf():
         close(kernel("Conv2D", attrs)(None, x, w), REFERENCE["Conv2D"](attrs, x, w), np.float32)
 
 
+@pytest.mark.parametrize("hp, wp, top, left", [
+    (9, 11, 1, 2),     # padded on every side
+    (7, 8, 0, 0),      # no padding at all
+    (5, 6, -1, -2),    # cropped at the top left (a strided gradient's offsets)
+    (10, 5, 3, -1),    # padded above and below, cropped on the left and the right
+    (4, 4, 5, 0),      # every row outside the image: zeros
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_padding_loop_matches_numpy(hp, wp, top, left, dtype):
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal((5, 7, 8, 3)).astype(dtype)
+    b0, b1 = 1, 4
+    want = np.zeros((b1 - b0, hp, wp, 3), dtype)
+    for i in range(hp):
+        for j in range(wp):
+            if 0 <= i - top < 7 and 0 <= j - left < 8:
+                want[:, i, j] = src[b0:b1, i - top, j - left]
+    buf = np.full((b1 - b0) * hp * wp * 3 + 5, np.nan, dtype)  # a reused buffer's leftovers
+    got = conv_direct.pad_into(src, b0, b1, buf, hp, wp, top, left)
+    np.testing.assert_array_equal(got, want)
+    strided = np.asfortranarray(src)  # not C-contiguous: numpy's slices do it
+    got = conv_direct.pad_into(strided, b0, b1, buf, hp, wp, top, left)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_scratch_buffers_are_reused_and_results_are_not():
     attrs = conv_attrs(np.float32, (1, 1), "SAME")
     conv = kernel("Conv2D", attrs)

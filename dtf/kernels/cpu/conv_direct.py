@@ -255,9 +255,14 @@ def pad_into(src, b0, b1, buf, hp, wp, top, left):
     (top, left) and cropped to the buffer, zeros elsewhere."""
     c = src.shape[3]
     xp = buf[:(b1 - b0) * hp * wp * c].reshape(b1 - b0, hp, wp, c)
+    if src.flags.c_contiguous:  # the direct loops run only once Numba's loops have loaded
+        from . import conv_jit
+
+        conv_jit.pad_images_into(src, b0, b1, xp, top, left)
+        return xp
     h, w = src.shape[1], src.shape[2]
-    y0, y1 = max(top, 0), min(hp, top + h)
-    x0, x1 = max(left, 0), min(wp, left + w)
+    y0, x0 = min(max(top, 0), hp), min(max(left, 0), wp)
+    y1, x1 = max(min(hp, top + h), y0), max(min(wp, left + w), x0)  # empty when outside
     xp[:, :y0] = 0
     xp[:, y1:] = 0
     xp[:, y0:y1, :x0] = 0

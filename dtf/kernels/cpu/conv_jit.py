@@ -92,6 +92,36 @@ def col2im_add(cols, dxf, n, h, wd, ci, b0, b1, kh, kw, sh, sw, oh, ow, pt, pl):
 
 
 @njit(**_JIT)
+def pad_images_into(src, b0, b1, xp, top, left):
+    """``xp[b]`` = image ``b0 + b`` of NHWC ``src`` placed with its first pixel at (top,
+    left) of ``xp``'s hp x wp (cropped to it), zeros elsewhere, for b < b1 - b0. One pass
+    over each padded row: numpy's five slice assignments (four zero borders, one copy)
+    took 58 us for 7 ResNet images, about 6% of the direct convolutions' time."""
+    h, w, c = src.shape[1], src.shape[2], src.shape[3]
+    hp, wp = xp.shape[1], xp.shape[2]
+    sf = src.reshape(-1)
+    xf = xp.reshape(-1)
+    x0, x1 = max(left, 0), min(wp, left + w)
+    row = wp * c
+    for b in range(b1 - b0):
+        for i in range(hp):
+            d = (b * hp + i) * row
+            si = i - top
+            if si < 0 or si >= h or x1 <= x0:
+                for e in range(row):
+                    xf[u(d + e)] = 0
+                continue
+            for e in range(x0 * c):
+                xf[u(d + e)] = 0
+            s = (((b0 + b) * h + si) * w + x0 - left) * c
+            dd = d + x0 * c
+            for e in range((x1 - x0) * c):
+                xf[u(dd + e)] = sf[u(s + e)]
+            for e in range(x1 * c, row):
+                xf[u(d + e)] = 0
+
+
+@njit(**_JIT)
 def max_pool_into(x, out, b0, b1, kh, kw, sh, sw, pt, pl):
     """Max over each window of images [b0, b1); padding never wins (it is not read).
     Flat unsigned indices, channels innermost (as in im2col_into: 0.84 -> 0.40 ms on the

@@ -182,17 +182,22 @@ def test_sum_over_rows_is_bit_identical(dtype, shape):
         check("Sum", {"keep_dims": keep, "T": dtypes.as_dtype(dtype)}, x, ints(-2, dtype=np.int64))
 
 
+@pytest.mark.parametrize("op", ["Sum", "Mean"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,axes", [((4, 7, 5, 6), (0, 1, 2)), ((3, 5, 7), (0, 1)),
                                         ((6, 0, 3), (0, 1)), ((2, 3, 4), (0, 2)),
-                                        ((2, 3, 4), (1, 2)), ((2, 3, 4), (0, 1, 2))])
-def test_sum_over_leading_axes_is_bit_identical(dtype, shape, axes):
-    """A convolution's bias gradient (NHWC summed over batch and pixels) through the row
-    loop; other axis sets through numpy; either way numpy's values, bit for bit."""
+                                        ((2, 3, 4), (1, 2)), ((2, 3, 4), (0, 1, 2)),
+                                        ((5, 6, 7, 3), (1, 2)), ((4, 3, 5, 2), (1,)),
+                                        ((3, 0, 4, 2), (1, 2)), ((2, 3, 4, 5), (1, 3))])
+def test_sums_over_a_run_of_axes_are_bit_identical(op, dtype, shape, axes):
+    """A convolution's bias gradient (NHWC summed over batch and pixels) and a global
+    average pool (over the pixels) through the loop; other axis sets through numpy; either
+    way numpy's values, bit for bit."""
     x = (RNG.normal(size=shape) * 1e3).astype(dtype)
-    for keep in (False, True):
-        check("Sum", {"keep_dims": keep, "T": dtypes.as_dtype(dtype)}, x, ints(*axes))
-    check("Sum", {"keep_dims": False, "T": dtypes.as_dtype(dtype)}, x[::-1], ints(*axes))
+    with np.errstate(all="ignore"):  # the mean over no elements is nan, as in numpy
+        for keep in (False, True):
+            check(op, {"keep_dims": keep, "T": dtypes.as_dtype(dtype)}, x, ints(*axes))
+        check(op, {"keep_dims": False, "T": dtypes.as_dtype(dtype)}, x[::-1], ints(*axes))
 
 
 @pytest.mark.parametrize("op", ["Sum", "Prod", "Max", "Min"])

@@ -1,4 +1,5 @@
-"""The Numba loops behind the bias gradient (Sum over rows) and the gradient-descent update.
+"""The Numba loops behind the bias gradient and Mean over pixels (sums over a run of axes) and
+the gradient-descent update.
 Imported only when a plan first needs one, so ``import dtf`` never loads the compiler.
 
 On the small tensors of a training step numpy's fixed cost per call dominates: a column
@@ -15,13 +16,15 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @njit(**_JIT)
-def _sum_rows(x):
-    """x.sum(axis=0) of a C-contiguous matrix, row after row as numpy adds them."""
-    n, m = x.shape
-    out = np.zeros(m, x.dtype)
-    for i in range(n):
-        for j in range(m):
-            out[j] += x[i, j]
+def _sum_middle(x):
+    """x.sum(axis=1) of a C-contiguous [a, n, m] array, adding its rows in order as numpy
+    does (bit for bit)."""
+    a, n, m = x.shape
+    out = np.zeros((a, m), x.dtype)
+    for i in range(a):
+        for k in range(n):
+            for j in range(m):
+                out[i, j] += x[i, k, j]
     return out
 
 

@@ -160,7 +160,7 @@ def _load():
         from . import dense_jit
 
         # The first cached kernel a process loads initialises Numba's CPU target.
-        dense_jit._sum_rows(np.zeros((1, 1), np.float32))
+        dense_jit._sum_middle(np.zeros((1, 1, 1), np.float32))
     except Exception:  # noqa: BLE001 - numpy keeps serving
         _failed = True
         log.exception("could not load the Numba kernels; numpy runs in their place")

@@ -6,11 +6,11 @@ channels (and at least ``MIN_CO``) and the input at most ``MAX_CI`` (see ``eligi
 Why: for a 3x3 16 -> 16 layer on 64 x 32x32 the im2col product is [65536 x 144] x
 [144 x 16]; gathering the 37.7 MB patch matrix, and OpenBLAS packing it again, cost as
 much as the multiply-adds (one thread, quiet machine: 5.4 ms a call, 1.4 of them the
-gather). Here one loop computes ``JB`` neighbouring output pixels of a row at once
-(``block_pixels``), all ``co`` output channels each, in ``JB * co`` scalar accumulators
-that LLVM packs into vector registers (co = 16 float32 is one AVX-512 register): per
-filter tap and input channel it loads ``co`` filter values once and adds ``JB`` broadcast
-input values times them. The same layer: 2.6 ms. Padding is copied once per chunk of images into a zeroed
+gather). Here one loop computes ``JB`` neighbouring output pixels of a row at once, all
+``co`` output channels each, in ``JB * co`` scalar accumulators that LLVM packs into
+vector registers (co = 16 float32 is one AVX-512 register): per filter tap and input
+channel it loads ``co`` filter values once and adds ``JB`` broadcast input values times
+them. The same layer: 2.6 ms. Padding is copied once per chunk of images into a zeroed
 scratch buffer, so the loop itself never tests a bound.
 
 Two details of the compilation matter (``_compile``):
@@ -45,7 +45,8 @@ from . import jit_loading
 log = logging.getLogger("dtf")
 
 ENABLED = os.environ.get("DTF_CONV_DIRECT", "1") != "0"
-MAX_CO = 32
+JB = 4  # output pixels per register block: 4 x 16 float32 accumulators, 4 of 32 registers
+MAX_CO = 32  # up to 8 accumulator registers at JB = 4
 # Fewer output channels fill too little of a vector register: the input gradient of the
 # deep-MNIST CNN's conv1 (32 -> 1 channel) took 17.9 ms direct against 2.2 by im2col, the
 # ResNet stem's (16 -> 3) 3.1 against 1.8.
@@ -60,20 +61,11 @@ _lock = threading.Lock()
 _compiling: list = []  # background compilation threads started
 
 
-def block_pixels(co):
-    """Output pixels the forward loop computes at once, all ``co`` channels each: 4 up to
-    16 channels (4 AVX-512 registers of float32 accumulators), 8 above (16 registers at
-    32 channels: each filter value loaded serves twice the multiply-adds). For the CNN's
-    conv2 input gradient (64 -> 32 channels) 8 took 13.3 ms of CPU against 14.2-14.8 with
-    4; for the ResNet layer's 16 channels the two were level."""
-    return 8 if co > 16 else 4
-
-
-def eligible(ci, co, dtype, ow=None):
-    """Whether a direct loop serves ``ci`` -> ``co`` channels (and ``ow`` output columns,
-    for the forward loop: at least ``block_pixels(co)``; the filter gradient's takes any)."""
-    return (ENABLED and MIN_CO <= co <= MAX_CO and ci <= MAX_CI
-            and (ow is None or ow >= block_pixels(co)) and dtype in (np.float32, np.float64))
+def eligible(ci, co, dtype, ow=JB):
+    """Whether a direct loop serves ``ci`` -> ``co`` channels (and ``ow`` output columns:
+    the forward loop computes JB of them at once; the filter gradient's takes any)."""
+    return (ENABLED and MIN_CO <= co <= MAX_CO and ci <= MAX_CI and ow >= JB
+            and dtype in (np.float32, np.float64))
 
 
 def kernel_for(co, dtype, kind="forward"):
@@ -117,7 +109,6 @@ def _build(key):
 def _forward_source(co):
     """Python source of ``kernel(xp, w, out, ob, sh, sw, zero)``: output images ob + b of
     ``out`` from the padded images b of ``xp`` (VALID, strides sh, sw), ``co`` channels."""
-    JB = block_pixels(co)
     lines = [
         "def kernel(xp, w, out, ob, sh, sw, zero):",
         "    nb, hp, wp, ci = xp.shape",

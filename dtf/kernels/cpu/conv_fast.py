@@ -224,7 +224,7 @@ def conv2d_backprop_input(node):
     return compute
 
 
-def _direct_kernel(ci, co, dtype, ow=None, kind="forward"):
+def _direct_kernel(ci, co, dtype, ow=conv_direct.JB, kind="forward"):
     """The direct loop ``kind`` for a convolution of ``ci`` -> ``co`` channels and ``ow``
     output columns, or None where im2col serves (too many channels, or not compiled yet)."""
     if not conv_direct.eligible(ci, co, dtype, ow):

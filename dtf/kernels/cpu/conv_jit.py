@@ -96,7 +96,7 @@ def pad_images_into(src, b0, b1, xp, top, left):
     """``xp[b]`` = image ``b0 + b`` of NHWC ``src`` placed with its first pixel at (top,
     left) of ``xp``'s hp x wp (cropped to it), zeros elsewhere, for b < b1 - b0. One pass
     over each padded row: numpy's five slice assignments (four zero borders, one copy)
-    took 58 us for 7 ResNet images, about 6% of the direct convolutions' time."""
+    took 58 us for 7 ResNet images, 17% of the direct loop's time on them; this, 34 us."""
     h, w, c = src.shape[1], src.shape[2], src.shape[3]
     hp, wp = xp.shape[1], xp.shape[2]
     sf = src.reshape(-1)

@@ -123,16 +123,17 @@ class InterOp:
     def run(self, ctx, vals, stats):
         if self.stale:
             self._restart()
-        if self.heavy is None:
+        heavy = self.heavy  # read once: another thread running the plan may restart it
+        if heavy is None:
             if stats is not None:
                 _run_traced(self.plan.steps, ctx, vals, stats)
             else:
                 self._profile(ctx, vals)
         elif stats is not None or self.par_runs >= PROFILE_RUNS:
-            self._run_parallel(ctx, vals, stats)
+            _ParallelRun(self, heavy, ctx, vals, stats).run()
         else:
             t0 = time.perf_counter()
-            self._run_parallel(ctx, vals, None)
+            _ParallelRun(self, heavy, ctx, vals, None).run()
             self._trial_done(time.perf_counter() - t0)
 
     def _profile(self, ctx, vals):
@@ -166,10 +167,6 @@ class InterOp:
             if (self.par_runs == PROFILE_RUNS and self.par_min >= MIN_GAIN * self.seq_min
                     and not self.stale):
                 self.plan.inter_op = None
-
-
-    def _run_parallel(self, ctx, vals, stats):
-        _ParallelRun(self, ctx, vals, stats).run()
 
 
 # Every live policy, to be told when kernels change speed (see the module docstring).
@@ -237,9 +234,8 @@ class _ParallelRun:
     __slots__ = ("policy", "heavy", "ctx", "vals", "stats", "pending", "light", "heavy_ready",
                  "remaining", "in_flight", "results", "error")
 
-    def __init__(self, policy, ctx, vals, stats):
-        self.policy = policy
-        self.heavy = policy.heavy  # another thread running the plan may restart the policy
+    def __init__(self, policy, heavy, ctx, vals, stats):
+        self.policy, self.heavy = policy, heavy
         self.ctx, self.vals, self.stats = ctx, vals, stats
         self.pending = list(policy.initial_pending)
         self.light, self.heavy_ready = [], []

@@ -10,7 +10,7 @@ import pytest
 import dtf as tf
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
-from dtf.kernels.cpu import blas, conv_direct, conv_fast, intra_op
+from dtf.kernels.cpu import blas, conv_direct, conv_fast, intra_op, onednn
 from dtf.kernels.reference import REFERENCE
 
 RNG = np.random.default_rng(29)
@@ -70,6 +70,20 @@ CASES = [  # x shape, filter shape, strides, padding, dilation
 ]
 
 
+@pytest.fixture(autouse=True)
+def own_kernels(monkeypatch):
+    monkeypatch.setattr(onednn, "ENABLED", False)
+
+
+@pytest.fixture(params=[False, True], ids=["own", "onednn"])
+def backend(request, monkeypatch):
+    if request.param:
+        if onednn.library() is None:
+            pytest.skip("oneDNN is not installed")
+        monkeypatch.setattr(onednn, "ENABLED", True)
+    return request.param
+
+
 @pytest.fixture(params=[1 << 21, 1], ids=["chunks", "one-image-chunks"])
 def chunk_bytes(request, monkeypatch):
     """Default chunks, and one image per chunk (many chunks over the pool's threads)."""
@@ -81,7 +95,7 @@ def chunk_bytes(request, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("x_shape,w_shape,strides,padding,rate", CASES)
 def test_conv2d_and_backprops_match_reference(x_shape, w_shape, strides, padding, rate, dtype,
-                                              chunk_bytes):
+                                              chunk_bytes, backend):
     attrs = conv_attrs(dtype, strides, padding)
     x = RNG.normal(size=x_shape).astype(dtype)
     w = dilate(RNG.normal(size=w_shape).astype(dtype), rate)

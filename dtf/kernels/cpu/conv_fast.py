@@ -23,7 +23,7 @@ import numpy as np
 from dtf.framework import dtypes
 from dtf.kernels.reference.nn import check_conv_shapes, spatial_geometry
 from dtf.kernels.registry import register_kernel
-from . import conv_direct
+from . import conv_direct, onednn
 from .intra_op import THREADS, run_chunks
 from .jit_loading import tiered_kernel
 
@@ -136,6 +136,9 @@ def conv2d(node):
 
     def compute(ctx, x, w):
         g = ConvPlan(node, x.shape, w.shape, x.itemsize)
+        out = onednn.conv2d(g, x, w)
+        if out is not None:
+            return out
         w2 = np.ascontiguousarray(w).reshape(g.k, g.co)
         out = np.empty((g.n, g.oh, g.ow, g.co), x.dtype)
         rows_out = out.reshape(-1, g.co)
@@ -166,6 +169,12 @@ def conv2d_backprop_filter(node):
     def compute(ctx, x, filter_sizes, dy):
         shape = _sizes(filter_sizes)
         g = ConvPlan(node, x.shape, shape, x.itemsize)
+        if tuple(dy.shape) != (g.n, g.oh, g.ow, g.co):
+            raise ValueError(f"Conv2DBackpropFilter: out_backprop shape {list(dy.shape)} does "
+                             f"not match the forward output {[g.n, g.oh, g.ow, g.co]}")
+        dw = onednn.conv2d_backprop_filter(g, x, dy)
+        if dw is not None:
+            return dw
         dy_rows = np.ascontiguousarray(dy).reshape(-1, g.co)
         if g.pointwise:
             return np.matmul(np.ascontiguousarray(x).reshape(-1, g.ci).T, dy_rows).reshape(shape)
@@ -201,6 +210,9 @@ def conv2d_backprop_input(node):
         if tuple(dy.shape) != (g.n, g.oh, g.ow, g.co):
             raise ValueError(f"Conv2DBackpropInput: out_backprop shape {list(dy.shape)} does not "
                              f"match the forward output {[g.n, g.oh, g.ow, g.co]}")
+        dx = onednn.conv2d_backprop_input(g, w, dy)
+        if dx is not None:
+            return dx
         dx = np.empty(shape, dy.dtype)
         if g.pointwise:
             np.matmul(np.ascontiguousarray(dy).reshape(-1, g.co),

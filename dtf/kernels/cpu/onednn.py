@@ -1,0 +1,407 @@
+"""Conv2D and its two backprops on oneDNN, the primitives library TensorFlow's own CPU
+kernels are built on, called through ctypes.
+
+Why a library here: on the deep-MNIST CNN's and the ResNet step's layer shapes oneDNN's
+JIT-generated convolutions ("brgconv", AVX-512 where the processor has it) run at about
+twice the rate of our im2col + OpenBLAS and direct Numba loops, on both cores (2-core
+Xeon, float32, median of 20 calls: the CNN's conv2 forward / input gradient / filter
+gradient 3.1 / 3.0 / 3.4 ms against 5.8 / 7.5 / 6.3; the ResNet 3x3 16 -> 16 layer 0.9 ms
+against 1.9 for each of the three), and sixteen rounds of our own kernels had stopped
+short of that. The library comes from the ``onednn-cpu-gomp`` wheel (x86-64 Linux; a
+CPU-only build threaded by GNU OpenMP) and is optional: where it is missing, cannot load,
+or does not implement a convolution (``unimplemented`` from the library, or only its
+reference loops), the kernels in .conv_fast run as before.
+
+What is passed: NHWC activations and HWIO filters described by their strides, so the
+library reads and writes numpy's arrays in place; the filter only in the blocked layout
+that the chosen implementation asks for (``format any``), reordered from and to HWIO on
+each call (the filter is small: the CNN's conv2 is 51,200 floats). Primitives, reorders
+and their descriptors are built once per geometry and kept; scratch memory is ours
+(``scratchpad_mode user``), one numpy buffer per call, so one primitive may run on several
+threads at once. Each thread has its own stream, and runs the library with the intra-op
+thread count (``intra_op.THREADS``) as its OpenMP team size: the calling thread does its
+share and the team's other threads the rest, so a convolution takes the cores that a
+chunked kernel of ours would, no more.
+
+``DTF_ONEDNN=0`` turns the path off; ``DTF_ONEDNN_LIB`` names the library file.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import sys
+import threading
+
+import numpy as np
+
+log = logging.getLogger("dtf.kernels.onednn")
+
+ENABLED = os.environ.get("DTF_ONEDNN", "1") != "0"
+
+# The C API's constants (oneDNN 3.x, dnnl_types.h); none of them has changed since 1.0.
+_F32 = 3  # dnnl_f32
+_FORMAT_ANY = 1  # dnnl_format_tag_any
+_CPU = 1  # dnnl_cpu
+_IN_ORDER = 1  # dnnl_stream_in_order
+_FORWARD_TRAINING = 64  # dnnl_forward_training
+_CONVOLUTION_DIRECT = 1  # dnnl_convolution_direct
+_SCRATCHPAD_USER = 1  # dnnl_scratchpad_mode_user
+_QUERY_IMPL_INFO = 8  # dnnl_query_impl_info_str
+_QUERY_WEIGHTS = 131  # dnnl_query_weights_md
+_QUERY_DIFF_WEIGHTS = 132  # dnnl_query_diff_weights_md
+_QUERY_SCRATCHPAD = 136  # dnnl_query_scratchpad_md
+_ARG_SRC, _ARG_DST, _ARG_WEIGHTS, _ARG_SCRATCHPAD = 1, 17, 33, 80
+_ARG_DIFF_SRC, _ARG_DIFF_DST, _ARG_DIFF_WEIGHTS = 129, 145, 161
+_UNIMPLEMENTED = 3  # dnnl_unimplemented
+
+_Dims = ctypes.c_int64 * 12  # dnnl_dims_t
+_P = ctypes.c_void_p
+
+
+class _ExecArg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", _P)]
+
+
+class OneDNNError(RuntimeError):
+    pass
+
+
+def _library_paths():
+    named = os.environ.get("DTF_ONEDNN_LIB")
+    if named:
+        return [named]
+    # The wheel installs into the environment's lib/ (a data file, not a package).
+    paths = [p for p in (os.path.join(sys.prefix, "lib", name) for name in ("libdnnl.so.3", "libdnnl.so"))
+             if os.path.exists(p)]
+    found = ctypes.util.find_library("dnnl")
+    return paths + ([found] if found else [])
+
+
+class _Library:
+    """The loaded library: its functions with their C types, one CPU engine."""
+
+    def __init__(self, path):
+        lib = self.lib = ctypes.CDLL(path)
+        self.path = path
+        for name in ("dnnl_primitive_desc_query_md",):
+            getattr(lib, name).restype = _P
+        lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
+        lib.dnnl_memory_desc_get_size.argtypes = [_P]
+        lib.dnnl_memory_desc_equal.argtypes = [_P, _P]
+        lib.dnnl_primitive_desc_query_md.argtypes = [_P, ctypes.c_int, ctypes.c_int]
+        self.engine = _P()
+        self.check(lib.dnnl_engine_create(ctypes.byref(self.engine), _CPU, 0), "engine_create")
+        self.attr = _P()  # every primitive's: scratch memory is passed by the caller
+        self.check(lib.dnnl_primitive_attr_create(ctypes.byref(self.attr)), "attr_create")
+        self.check(lib.dnnl_primitive_attr_set_scratchpad_mode(self.attr, _SCRATCHPAD_USER),
+                   "set_scratchpad_mode")
+        self._set_team = _omp_setter()
+        self._local = threading.local()
+
+    @staticmethod
+    def check(status, what):
+        if status != 0:
+            raise OneDNNError(f"oneDNN {what}: status {status}")
+
+    def stream(self):
+        """This thread's stream (streams are not shared between threads); the thread's
+        OpenMP team size is set on first use."""
+        local = self._local
+        stream = getattr(local, "stream", None)
+        if stream is None:
+            if self._set_team is not None:
+                from .intra_op import THREADS
+
+                self._set_team(THREADS)
+            stream = _P()
+            self.check(self.lib.dnnl_stream_create(ctypes.byref(stream), self.engine, _IN_ORDER),
+                       "stream_create")
+            local.stream = stream
+        return stream
+
+    def memory_desc(self, dims, strides=None):
+        md = _P()
+        if strides is None:
+            status = self.lib.dnnl_memory_desc_create_with_tag(
+                ctypes.byref(md), len(dims), _Dims(*dims), _F32, _FORMAT_ANY)
+        else:
+            status = self.lib.dnnl_memory_desc_create_with_strides(
+                ctypes.byref(md), len(dims), _Dims(*dims), _F32, _Dims(*strides))
+        self.check(status, "memory_desc_create")
+        return md
+
+    def size(self, md):
+        return int(self.lib.dnnl_memory_desc_get_size(md))
+
+    def query_md(self, pd, what):
+        return _P(self.lib.dnnl_primitive_desc_query_md(pd, what, 0))
+
+    def impl(self, pd):
+        text = ctypes.c_char_p()
+        self.check(self.lib.dnnl_primitive_desc_query(pd, _QUERY_IMPL_INFO, 0, ctypes.byref(text)),
+                   "query impl_info_str")
+        return text.value.decode()
+
+    def primitive(self, pd):
+        prim = _P()
+        self.check(self.lib.dnnl_primitive_create(ctypes.byref(prim), pd), "primitive_create")
+        return prim
+
+    def reorder_pd(self, src_md, dst_md):
+        pd = _P()
+        self.check(self.lib.dnnl_reorder_primitive_desc_create(
+            ctypes.byref(pd), src_md, self.engine, dst_md, self.engine, self.attr), "reorder")
+        return pd
+
+    def execute(self, prim, args):
+        """Runs ``prim`` on this thread's stream over ``args``: (argument, memory
+        descriptor, numpy array) triples; the memory objects live for this call only."""
+        lib, engine = self.lib, self.engine
+        memories = []
+        try:
+            packed = (_ExecArg * len(args))()
+            for i, (arg, md, array) in enumerate(args):
+                mem = _P()
+                self.check(lib.dnnl_memory_create(ctypes.byref(mem), md, engine,
+                                                  _P(array.ctypes.data)), "memory_create")
+                memories.append(mem)
+                packed[i].arg, packed[i].memory = arg, mem
+            stream = self.stream()
+            self.check(lib.dnnl_primitive_execute(prim, stream, len(args), packed), "execute")
+            self.check(lib.dnnl_stream_wait(stream), "stream_wait")
+        finally:
+            for mem in memories:
+                lib.dnnl_memory_destroy(mem)
+
+
+def _omp_setter():
+    """``omp_set_num_threads`` of the OpenMP runtime the library loaded (it sets the
+    calling thread's team size), or None."""
+    for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
+        if not name:
+            continue
+        try:
+            fn = ctypes.CDLL(name).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], None
+        return fn
+    return None
+
+
+_library = None
+_looked = False
+_load_lock = threading.Lock()
+
+
+def library():
+    """The loaded library, or None (not installed, or failed to load)."""
+    global _library, _looked
+    if not _looked:
+        with _load_lock:
+            if not _looked:
+                _library = _load()
+                _looked = True
+    return _library
+
+
+def _load():
+    for path in _library_paths():
+        try:
+            return _Library(path)
+        except (OSError, AttributeError, OneDNNError) as e:
+            log.debug("oneDNN at %s not used: %s", path, e)
+    return None
+
+
+def available():
+    """Whether convolutions go to the library (``ENABLED``, read on each call, and loaded)."""
+    return ENABLED and library() is not None
+
+
+# ---- convolutions ---------------------------------------------------------------------
+
+class _Weights:
+    """A filter layout the primitive chose and the reorder between it and HWIO. The
+    descriptors a primitive descriptor hands out belong to it, so descriptors stay alive
+    as long as this does (for the life of the process: one per geometry)."""
+
+    __slots__ = ("md", "size", "reorder", "scratch", "_pd")
+
+    def __init__(self, lib, plain_md, chosen_md, to_plain):
+        self.md = chosen_md
+        self.size = lib.size(chosen_md)
+        self.reorder = self.scratch = self._pd = None
+        if lib.lib.dnnl_memory_desc_equal(plain_md, chosen_md):
+            return  # already HWIO: the array itself is passed
+        pd = lib.reorder_pd(chosen_md, plain_md) if to_plain else lib.reorder_pd(plain_md, chosen_md)
+        self._pd, self.reorder, self.scratch = pd, lib.primitive(pd), _Scratch(lib, pd)
+
+
+class _Scratch:
+    """The scratch memory a primitive wants: its descriptor and size (0: none)."""
+
+    __slots__ = ("md", "size")
+
+    def __init__(self, lib, pd):
+        self.md = lib.query_md(pd, _QUERY_SCRATCHPAD)
+        self.size = lib.size(self.md) if self.md.value else 0
+
+    def args(self):
+        """The scratchpad argument, a fresh buffer (one per call: calls on other threads
+        never share it), or none."""
+        if not self.size:
+            return []
+        return [(_ARG_SCRATCHPAD, self.md, np.empty(self.size, np.uint8))]
+
+
+class _ConvPrimitive:
+    """One convolution primitive of one geometry and direction, ready to run; it keeps
+    its descriptors (see _Weights)."""
+
+    __slots__ = ("prim", "impl", "scratch", "weights", "x_md", "y_md", "w_plain", "_pds")
+
+    def __init__(self, lib, kind, geometry):
+        n, h, w, ci, kh, kw, co, sh, sw, oh, ow, pt, pl, pb, pr = geometry
+        self.x_md = lib.memory_desc([n, ci, h, w], [h * w * ci, 1, w * ci, ci])
+        self.y_md = lib.memory_desc([n, co, oh, ow], [oh * ow * co, 1, ow * co, co])
+        self.w_plain = lib.memory_desc([co, ci, kh, kw], [1, co, kw * ci * co, ci * co])
+        w_any = lib.memory_desc([co, ci, kh, kw])
+        strides, dilations = _Dims(sh, sw), _Dims(0, 0)
+        pad_l, pad_r = _Dims(pt, pl), _Dims(pb, pr)
+        fwd = _P()
+        status = lib.lib.dnnl_convolution_forward_primitive_desc_create(
+            ctypes.byref(fwd), lib.engine, _FORWARD_TRAINING, _CONVOLUTION_DIRECT,
+            self.x_md, w_any, None, self.y_md, strides, dilations, pad_l, pad_r, lib.attr)
+        pd = fwd
+        if status == 0 and kind == "input":
+            pd = _P()
+            status = lib.lib.dnnl_convolution_backward_data_primitive_desc_create(
+                ctypes.byref(pd), lib.engine, _CONVOLUTION_DIRECT, self.x_md, w_any,
+                self.y_md, strides, dilations, pad_l, pad_r, fwd, lib.attr)
+        elif status == 0 and kind == "filter":
+            pd = _P()
+            status = lib.lib.dnnl_convolution_backward_weights_primitive_desc_create(
+                ctypes.byref(pd), lib.engine, _CONVOLUTION_DIRECT, self.x_md, w_any, None,
+                self.y_md, strides, dilations, pad_l, pad_r, fwd, lib.attr)
+        self._pds = (fwd, pd)
+        if status == _UNIMPLEMENTED:
+            raise _Unimplemented(kind)
+        lib.check(status, f"convolution {kind} primitive_desc_create")
+        self.impl = lib.impl(pd)
+        if self.impl.startswith("ref"):  # the library's plain loops: ours are faster
+            raise _Unimplemented(kind)
+        chosen = lib.query_md(pd, _QUERY_DIFF_WEIGHTS if kind == "filter" else _QUERY_WEIGHTS)
+        self.weights = _Weights(lib, self.w_plain, chosen, to_plain=kind == "filter")
+        self.scratch = _Scratch(lib, pd)
+        self.prim = lib.primitive(pd)
+
+
+class _Unimplemented(Exception):
+    pass
+
+
+# Input gradients of filters over fewer input channels than this stay with our kernels:
+# the library's one for the CNN's first layer (1 -> 32, 5x5, 64 x 28x28) took 3.5 ms, a
+# twelfth of its forward rate.
+MIN_INPUT_GRAD_CHANNELS = 8
+
+_primitives: dict = {}  # (kind, geometry) -> _ConvPrimitive, or None where not served
+_primitives_lock = threading.Lock()
+
+
+def _primitive(kind, g):
+    pb = max(0, (g.oh - 1) * g.sh + g.kh - g.h - g.pt)
+    pr = max(0, (g.ow - 1) * g.sw + g.kw - g.w - g.pl)
+    geometry = (g.n, g.h, g.w, g.ci, g.kh, g.kw, g.co, g.sh, g.sw, g.oh, g.ow, g.pt, g.pl, pb, pr)
+    key = (kind, geometry)
+    try:
+        return _primitives[key]
+    except KeyError:
+        pass
+    with _primitives_lock:
+        if key not in _primitives:
+            try:
+                _primitives[key] = _ConvPrimitive(library(), kind, geometry)
+                log.debug("oneDNN %s %s: %s", kind, geometry, _primitives[key].impl)
+            except _Unimplemented:
+                _primitives[key] = None
+        return _primitives[key]
+
+
+def _serves(g, dtype):
+    return dtype == np.float32 and g.n > 0 and g.oh > 0 and g.ow > 0 and available()
+
+
+def _run(lib, conv, args, weights_array, weights_arg):
+    """Runs ``conv`` with its filter argument ``weights_arg`` (the HWIO array
+    ``weights_array``) reordered in or out as the primitive's layout needs."""
+    wt = conv.weights
+    if wt.reorder is None:
+        lib.execute(conv.prim, args + [(weights_arg, conv.w_plain, weights_array)]
+                    + conv.scratch.args())
+        return
+    blocked = np.empty(wt.size // 4, np.float32)
+    if weights_arg == _ARG_WEIGHTS:  # the filter goes in
+        lib.execute(wt.reorder, [(_ARG_SRC, conv.w_plain, weights_array),
+                                 (_ARG_DST, wt.md, blocked)] + wt.scratch.args())
+    lib.execute(conv.prim, args + [(weights_arg, wt.md, blocked)] + conv.scratch.args())
+    if weights_arg == _ARG_DIFF_WEIGHTS:  # the filter gradient comes out
+        lib.execute(wt.reorder, [(_ARG_SRC, wt.md, blocked),
+                                 (_ARG_DST, conv.w_plain, weights_array)] + wt.scratch.args())
+
+
+def conv2d(g, x, w):
+    """Conv2D of the NHWC ``x`` by the HWIO ``w`` (geometry ``g``, a conv_fast.ConvPlan),
+    or None where the library does not serve it."""
+    if not _serves(g, x.dtype):
+        return None
+    conv = _primitive("forward", g)
+    if conv is None:
+        return None
+    x = np.ascontiguousarray(x)
+    out = np.empty((g.n, g.oh, g.ow, g.co), np.float32)
+    _run(library(), conv, [(_ARG_SRC, conv.x_md, x), (_ARG_DST, conv.y_md, out)],
+         np.ascontiguousarray(w), _ARG_WEIGHTS)
+    return out
+
+
+def conv2d_backprop_input(g, w, dy):
+    """The input gradient of a Conv2D (geometry ``g``) from its filter and output
+    gradient, or None where the library does not serve it."""
+    if not _serves(g, dy.dtype) or g.ci < MIN_INPUT_GRAD_CHANNELS:
+        return None
+    conv = _primitive("input", g)
+    if conv is None:
+        return None
+    dx = np.empty((g.n, g.h, g.w, g.ci), np.float32)
+    _run(library(), conv, [(_ARG_DIFF_DST, conv.y_md, np.ascontiguousarray(dy)),
+                           (_ARG_DIFF_SRC, conv.x_md, dx)],
+         np.ascontiguousarray(w), _ARG_WEIGHTS)
+    return dx
+
+
+def conv2d_backprop_filter(g, x, dy):
+    """The filter gradient of a Conv2D (geometry ``g``) from its input and output
+    gradient, as HWIO, or None where the library does not serve it."""
+    if not _serves(g, x.dtype):
+        return None
+    conv = _primitive("filter", g)
+    if conv is None:
+        return None
+    dw = np.empty((g.kh, g.kw, g.ci, g.co), np.float32)
+    _run(library(), conv, [(_ARG_SRC, conv.x_md, np.ascontiguousarray(x)),
+                           (_ARG_DIFF_DST, conv.y_md, np.ascontiguousarray(dy))],
+         dw, _ARG_DIFF_WEIGHTS)
+    return dw
+
+
+def implementation(kind, g):
+    """The library's name for the implementation serving ``kind`` ("forward", "input",
+    "filter") at geometry ``g``, or None (for tests and DTF_DEBUG)."""
+    if not available():
+        return None
+    conv = _primitive(kind, g)
+    return None if conv is None else conv.impl

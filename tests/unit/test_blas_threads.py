@@ -47,7 +47,9 @@ def test_small_products_run_on_one_thread_and_restore_the_count():
         blas.matmul(a, a)
         assert seen == [1, threads.default]
         seen.clear()
-        big = np.ones((256, 256), np.float32)  # 256^3 multiply-adds: over the threshold
+        # 256^3 multiply-adds: over the threshold (float64: float32 goes to oneDNN's sgemm
+        # where it is installed, tests/unit/test_conv_onednn.py)
+        big = np.ones((256, 256), np.float64)
         np.testing.assert_array_equal(blas.matmul(big, big), big @ big)
         if blas.SPLIT_LARGE:  # one-thread pieces on the intra-op threads, then restored
             assert seen and set(seen[:-1]) == {1} and seen[-1] == threads.default

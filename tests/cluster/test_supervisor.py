@@ -57,6 +57,16 @@ def _finish(proc, timeout=120):
     return out
 
 
+# A log record (stderr) can land between a print's text and its newline (stdout) in the
+# merged output: "starting at global step 0" + "2026-12-01 21:00:47,742 INFO ...".
+_LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ [^\n]*\n?")
+
+
+def _prints(out):
+    """The output without its log records: what the trainer printed, lines intact."""
+    return _LOG_RECORD.sub("", out)
+
+
 def _checkpoint_steps(train_dir):
     state = tf.train.get_checkpoint_state(str(train_dir))
     return [int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths]
@@ -75,12 +85,13 @@ def test_chief_initializes_worker_waits_both_train_and_a_restarted_chief_resumes
     assert "Restoring parameters" not in chief_out
     # A fresh start (no restore): the chief starts near 0. Not exactly 0: once the chief has
     # initialized the model, worker 1 may train a few steps before the chief reads the step.
-    first = re.search(r"Worker 0: starting at global step (\d+)", chief_out)
+    first = re.search(r"Worker 0: starting at global step (\d+)", _prints(chief_out))
     assert first and int(first.group(1)) < 80, chief_out
     assert "Worker 1: Waiting for session to be initialized..." in worker_out
     assert "Worker 1: Session initialization complete." in worker_out
     for index, out in ((0, chief_out), (1, worker_out)):
-        done = re.search(rf"Worker {index}: training done after (\d+) local steps, global step (\d+)", out)
+        done = re.search(rf"Worker {index}: training done after (\d+) local steps, global step (\d+)",
+                         _prints(out))
         assert done, out
         assert int(done.group(1)) >= 1 and int(done.group(2)) >= 80
     # The chief's checkpoint thread saved at start (step 0) and on its timer; the script
@@ -117,7 +128,8 @@ def test_sync_replicas_under_the_supervisor_chief_runs_the_queue_runner(replicas
                            "--train_steps=30")
     chief_out, worker_out = _finish(chief), _finish(worker)
     for index, out in ((0, chief_out), (1, worker_out)):
-        done = re.search(rf"Worker {index}: training done after \d+ local steps, global step (\d+)", out)
+        done = re.search(rf"Worker {index}: training done after \d+ local steps, global step (\d+)",
+                         _prints(out))
         assert done and int(done.group(1)) >= 30, out
     assert "Running local_init_op." in worker_out
     assert int(tf.train.load_variable(str(train_dir), "global_step")) >= 30

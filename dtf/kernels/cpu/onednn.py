@@ -453,7 +453,7 @@ def conv2d_backprop_filter(g, x, dy):
 
 def implementation(kind, g):
     """The library's name for the implementation serving ``kind`` ("forward", "input",
-    "filter") at geometry ``g``, or None (for tests and DTF_DEBUG)."""
+    "filter") at geometry ``g``, or None (for tests and bench reports)."""
     if not available():
         return None
     conv = _primitive(kind, g)

@@ -47,7 +47,7 @@ def test_small_products_run_on_one_thread_and_restore_the_count():
         blas.matmul(a, a)
         assert seen == [1, threads.default]
         seen.clear()
-        # 256^3 multiply-adds: over the threshold (float64: float32 goes to oneDNN's sgemm
+        # 256^3 multiply-adds: over the threshold (float64: float32 goes to oneDNN's matmul
         # where it is installed, tests/unit/test_conv_onednn.py)
         big = np.ones((256, 256), np.float64)
         np.testing.assert_array_equal(blas.matmul(big, big), big @ big)

@@ -86,7 +86,7 @@ def test_float64_and_disabled_path_are_not_served(monkeypatch):
     assert onednn.conv2d(g, x, RNG.standard_normal((3, 3, 8, 8))) is None
     monkeypatch.setattr(onednn, "ENABLED", False)
     assert onednn.conv2d(g, x.astype(np.float32), np.ones((3, 3, 8, 8), np.float32)) is None
-    assert onednn.sgemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)) is None
+    assert onednn.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)) is None
 
 
 @needs_onednn
@@ -124,21 +124,21 @@ def test_filter_gradient_rejects_a_wrong_output_gradient():
 
 @needs_onednn
 @pytest.mark.parametrize("m,k,n", [(300, 257, 129), (1, 5000, 1000), (2048, 3, 7), (64, 3136, 1024)])
-def test_sgemm_reads_transposed_and_strided_operands_in_place(m, k, n):
+def test_matmul_reads_transposed_and_strided_operands_in_place(m, k, n):
     a = RNG.standard_normal((m, k)).astype(np.float32)
     b = RNG.standard_normal((k, n)).astype(np.float32)
     wide = RNG.standard_normal((m, 2 * k)).astype(np.float32)[:, ::2]  # neither layout: copied
     for left in (a, np.asfortranarray(a), wide):
         for right in (b, np.asfortranarray(b)):
             want = left.astype(np.float64) @ right
-            got = onednn.sgemm(left, right)
+            got = onednn.matmul(left, right)
             assert got.dtype == np.float32 and got.shape == (m, n)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
 @needs_onednn
-def test_sgemm_leaves_mismatched_shapes_to_numpy_and_propagates_nan():
-    assert onednn.sgemm(np.ones((4, 5), np.float32), np.ones((6, 7), np.float32)) is None
+def test_matmul_leaves_mismatched_shapes_to_numpy_and_propagates_nan():
+    assert onednn.matmul(np.ones((4, 5), np.float32), np.ones((6, 7), np.float32)) is None
     with pytest.raises(ValueError):
         blas.matmul(np.ones((512, 512), np.float32), np.ones((600, 512), np.float32))
     a = np.ones((512, 512), np.float32)

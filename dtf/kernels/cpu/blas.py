@@ -124,7 +124,7 @@ PIECE_MIN = 64
 
 def matmul(a, b):
     """``np.matmul(a, b)`` with one BLAS thread when the product is small; a large 2-D one
-    goes to oneDNN's sgemm for float32 (.onednn, where installed), else is cut into
+    goes to oneDNN's matmul for float32 (.onednn, where installed), else is cut into
     pieces spread over the intra-op threads (``split_matmul``)."""
     work = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0  # batch * m * k * n
     if work == 0:
@@ -133,7 +133,7 @@ def matmul(a, b):
         if a.ndim == 2 and b.ndim == 2:
             from . import onednn
 
-            out = onednn.sgemm(a, b)
+            out = onednn.matmul(a, b)
             if out is not None:
                 return out
         if a.ndim == 2 and b.ndim == 2 and SPLIT_LARGE:

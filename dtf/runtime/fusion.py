@@ -42,7 +42,7 @@ from collections import defaultdict
 import numpy as np
 
 from dtf.framework.graph_def import NodeDef
-from dtf.kernels.cpu import jit_loading
+from dtf.kernels.cpu import epilogues, jit_loading
 
 ENABLED = os.environ.get("DTF_FUSION", "1") != "0"
 # Below ~64K elements numpy's per-op passes stay in cache and a Numba call's overhead
@@ -116,7 +116,7 @@ class TailStep(FusedStep):
     64x64x128 / 256x512x256 / 1024^3: unfused 34 us / 743 us / 18.2 ms, fused 33 us /
     662 us / 16.1 ms."""
 
-    __slots__ = ("tail_inputs",)
+    __slots__ = ("tail_inputs", "epilogue_relu")
 
     def __init__(self, members, n_inputs, dtype):
         super().__init__(members, n_inputs, dtype)
@@ -126,9 +126,19 @@ class TailStep(FusedStep):
         index = {a: j for j, a in enumerate(self.tail_inputs)}
         index.update((n_inputs + k, n + k) for k in range(len(members)))
         self.ops = tuple((node.op, tuple(index[a] for a in args)) for _, args, node in members[1:])
+        # A bias (+ ReLU) tail that the head's own kernel can apply (epilogues.plan).
+        self.epilogue_relu = epilogues.plan(members[0][2].op, self.ops, n)
 
     def __call__(self, ctx, *xs):
         compute, args, node = self.members[0]
+        if self.epilogue_relu is not None:
+            ins = [xs[a] for a in args]
+            try:
+                y = epilogues.run(node, ins, xs[self.tail_inputs[0]], self.epilogue_relu)
+            except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
+                raise _failure(e, node, ins, ctx) from e
+            if y is not None:
+                return y
         try:
             y = compute(ctx, *[xs[a] for a in args])
         except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed

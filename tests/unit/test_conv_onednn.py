@@ -159,3 +159,57 @@ def test_adam_in_pieces_equals_one_pass(monkeypatch):
     adam_fast._over_pieces(adam_jit.adam_into, [var, m, v, g, *pieces], scalars)
     for a, b in zip(pieces, whole):
         np.testing.assert_array_equal(a, b)
+
+
+def test_epilogue_plan_recognises_bias_and_relu_tails_only():
+    from dtf.kernels.cpu import epilogues
+
+    # (op, args) numbered as fusion.TailStep does: the bias is 0, the head's result 1.
+    assert epilogues.plan("Conv2D", (("BiasAdd", (1, 0)), ("Relu", (2,))), 1) is True
+    assert epilogues.plan("Conv2D", (("Add", (0, 1)), ("Relu", (2,))), 1) is True
+    assert epilogues.plan("Conv2D", (("Add", (1, 0)),), 1) is False
+    assert epilogues.plan("Conv2D", (("BiasAdd", (0, 1)),), 1) is None  # bias first: not a bias add
+    assert epilogues.plan("Conv2D", (("Sub", (1, 0)), ("Relu", (2,))), 1) is None
+    assert epilogues.plan("Conv2D", (("Add", (1, 0)), ("Tanh", (2,))), 1) is None
+    assert epilogues.plan("Conv2D", (("Relu", (0,)),), 0) is None
+    assert epilogues.plan("MatMul", (("Add", (1, 0)), ("Relu", (2,))), 1) is None
+
+
+@needs_onednn
+@pytest.mark.parametrize("bias_op", ["add", "bias_add", "add_row4"])
+@pytest.mark.parametrize("relu", [True, False])
+def test_fused_conv_bias_relu_in_a_session_matches_numpy(bias_op, relu, monkeypatch):
+    from dtf.kernels.cpu import epilogues
+
+    served = []
+    real = epilogues.run
+
+    def run(*args):
+        y = real(*args)
+        served.append(y is not None)
+        return y
+
+    monkeypatch.setattr(epilogues, "run", run)
+    x = RNG.standard_normal((4, 11, 9, 8)).astype(np.float32)
+    w = RNG.standard_normal((3, 3, 8, 16)).astype(np.float32)
+    b = RNG.standard_normal(16).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf.placeholder(tf.float32, [None, 11, 9, 8])
+        y = tf.nn.conv2d(xp, tf.constant(w), [1, 2, 2, 1], "SAME")
+        if bias_op == "add":
+            y = y + tf.constant(b)
+        elif bias_op == "bias_add":
+            y = tf.nn.bias_add(y, tf.constant(b))
+        else:  # a [1, 1, 1, 16] bias: not a vector, so the tail runs as before
+            y = y + tf.constant(b.reshape(1, 1, 1, 16))
+        if relu:
+            y = tf.nn.relu(y)
+    with tf.Session(graph=g) as sess:
+        got = sess.run(y, {xp: x})
+    want = REFERENCE["Conv2D"](attrs((2, 2)), x, w) + b
+    if relu:
+        want = np.maximum(want, 0)
+    close(got, want.astype(np.float32))
+    # The library took the tail in, except for the 4-D bias (the tail's own pass ran).
+    assert served and all(served) == (bias_op != "add_row4")

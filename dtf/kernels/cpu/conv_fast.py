@@ -161,6 +161,18 @@ def conv2d(node):
     return compute
 
 
+def conv2d_with_epilogue(node, inputs, bias, relu):
+    """Conv2D of ``inputs`` (x, w) plus ``bias`` per output channel, then ReLU when
+    ``relu``, in one oneDNN primitive; None where it does not serve (see .epilogues)."""
+    x, w = inputs
+    if not (type(x) is np.ndarray and type(w) is np.ndarray and type(bias) is np.ndarray):
+        return None
+    g = ConvPlan(node, x.shape, w.shape, x.itemsize)
+    if w.dtype != x.dtype:
+        return None
+    return onednn.conv2d(g, x, w, bias, relu)
+
+
 @register_kernel("Conv2DBackpropFilter", "CPU", dtypes=FLOATS, label="numba im2col + BLAS sgemm")
 @tiered_kernel
 def conv2d_backprop_filter(node):

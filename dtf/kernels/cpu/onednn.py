@@ -55,6 +55,8 @@ _QUERY_SCRATCHPAD = 136  # dnnl_query_scratchpad_md
 _ARG_SRC, _ARG_DST, _ARG_WEIGHTS, _ARG_SCRATCHPAD = 1, 17, 33, 80
 _ARG_DIFF_SRC, _ARG_DIFF_DST, _ARG_DIFF_WEIGHTS = 129, 145, 161
 _UNIMPLEMENTED = 3  # dnnl_unimplemented
+_ELTWISE_RELU = 0x20  # dnnl_eltwise_relu
+_ARG_BIAS = 41
 
 _Dims = ctypes.c_int64 * 12  # dnnl_dims_t
 _P = ctypes.c_void_p
@@ -97,6 +99,18 @@ class _Library:
         self.check(lib.dnnl_primitive_attr_create(ctypes.byref(self.attr)), "attr_create")
         self.check(lib.dnnl_primitive_attr_set_scratchpad_mode(self.attr, _SCRATCHPAD_USER),
                    "set_scratchpad_mode")
+        # The same with a ReLU applied to the result in the primitive's own loop.
+        self.attr_relu = _P()
+        self.check(lib.dnnl_primitive_attr_create(ctypes.byref(self.attr_relu)), "attr_create")
+        self.check(lib.dnnl_primitive_attr_set_scratchpad_mode(self.attr_relu, _SCRATCHPAD_USER),
+                   "set_scratchpad_mode")
+        post_ops = _P()
+        self.check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post_ops_create")
+        lib.dnnl_post_ops_append_eltwise.argtypes = [_P, ctypes.c_int, ctypes.c_float, ctypes.c_float]
+        self.check(lib.dnnl_post_ops_append_eltwise(post_ops, _ELTWISE_RELU, 0.0, 0.0),
+                   "post_ops_append_eltwise")
+        self.check(lib.dnnl_primitive_attr_set_post_ops(self.attr_relu, post_ops), "set_post_ops")
+        lib.dnnl_post_ops_destroy(post_ops)  # the attribute holds its own copy
         self._set_team = _omp_setter()
         self._local = threading.local()
 
@@ -358,9 +372,12 @@ class _ConvPrimitive:
     """One convolution primitive of one geometry and direction, ready to run; it keeps
     its descriptors (see _Weights)."""
 
-    __slots__ = ("prim", "impl", "scratch", "weights", "x_md", "y_md", "w_plain", "_pds")
+    __slots__ = ("prim", "impl", "scratch", "weights", "x_md", "y_md", "w_plain", "bias_md",
+                 "_pds")
 
-    def __init__(self, lib, kind, geometry):
+    def __init__(self, lib, kind, geometry, bias=False, relu=False):
+        """``bias``, ``relu`` (forward only): the primitive adds a bias per output channel,
+        then applies ReLU, as it writes each output block (TensorFlow's fused Conv2D)."""
         n, h, w, ci, kh, kw, co, sh, sw, oh, ow, pt, pl, pb, pr = geometry
         self.x_md = lib.memory_desc([n, ci, h, w], [h * w * ci, 1, w * ci, ci])
         self.y_md = lib.memory_desc([n, co, oh, ow], [oh * ow * co, 1, ow * co, co])
@@ -368,10 +385,12 @@ class _ConvPrimitive:
         w_any = lib.memory_desc([co, ci, kh, kw])
         strides, dilations = _Dims(sh, sw), _Dims(0, 0)
         pad_l, pad_r = _Dims(pt, pl), _Dims(pb, pr)
+        self.bias_md = lib.memory_desc([co], [1]) if bias else None
         fwd = _P()
         status = lib.lib.dnnl_convolution_forward_primitive_desc_create(
             ctypes.byref(fwd), lib.engine, _FORWARD_TRAINING, _CONVOLUTION_DIRECT,
-            self.x_md, w_any, None, self.y_md, strides, dilations, pad_l, pad_r, lib.attr)
+            self.x_md, w_any, self.bias_md, self.y_md, strides, dilations, pad_l, pad_r,
+            lib.attr_relu if relu else lib.attr)
         pd = fwd
         if status == 0 and kind == "input":
             pd = _P()
@@ -409,11 +428,11 @@ _primitives: dict = {}  # (kind, geometry) -> _ConvPrimitive, or None where not 
 _primitives_lock = threading.Lock()
 
 
-def _primitive(kind, g):
+def _primitive(kind, g, bias=False, relu=False):
     pb = max(0, (g.oh - 1) * g.sh + g.kh - g.h - g.pt)
     pr = max(0, (g.ow - 1) * g.sw + g.kw - g.w - g.pl)
     geometry = (g.n, g.h, g.w, g.ci, g.kh, g.kw, g.co, g.sh, g.sw, g.oh, g.ow, g.pt, g.pl, pb, pr)
-    key = (kind, geometry)
+    key = (kind, geometry, bias, relu)
     try:
         return _primitives[key]
     except KeyError:
@@ -421,7 +440,7 @@ def _primitive(kind, g):
     with _primitives_lock:
         if key not in _primitives:
             try:
-                _primitives[key] = _ConvPrimitive(library(), kind, geometry)
+                _primitives[key] = _ConvPrimitive(library(), kind, geometry, bias, relu)
                 log.debug("oneDNN %s %s: %s", kind, geometry, _primitives[key].impl)
             except _Unimplemented:
                 _primitives[key] = None
@@ -450,18 +469,22 @@ def _run(lib, conv, args, weights_array, weights_arg):
                                  (_ARG_DST, conv.w_plain, weights_array)] + wt.scratch.args())
 
 
-def conv2d(g, x, w):
+def conv2d(g, x, w, bias=None, relu=False):
     """Conv2D of the NHWC ``x`` by the HWIO ``w`` (geometry ``g``, a conv_fast.ConvPlan),
-    or None where the library does not serve it."""
-    if not _serves(g, x.dtype):
+    plus ``bias`` (a float32 vector of the output channels) and then ReLU when asked, or
+    None where the library does not serve it."""
+    if not _serves(g, x.dtype) or (bias is not None and (
+            bias.dtype != np.float32 or bias.shape != (g.co,))):
         return None
-    conv = _primitive("forward", g)
+    conv = _primitive("forward", g, bias is not None, relu)
     if conv is None:
         return None
-    x = np.ascontiguousarray(x)
+    args = [(_ARG_SRC, conv.x_md, np.ascontiguousarray(x))]
+    if bias is not None:
+        args.append((_ARG_BIAS, conv.bias_md, np.ascontiguousarray(bias)))
     out = np.empty((g.n, g.oh, g.ow, g.co), np.float32)
-    _run(library(), conv, [(_ARG_SRC, conv.x_md, x), (_ARG_DST, conv.y_md, out)],
-         np.ascontiguousarray(w), _ARG_WEIGHTS)
+    args.append((_ARG_DST, conv.y_md, out))
+    _run(library(), conv, args, np.ascontiguousarray(w), _ARG_WEIGHTS)
     return out
 
 

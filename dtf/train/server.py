@@ -54,6 +54,9 @@ class Server:
         self._config = config
         jobs = {j: {i: cluster.task_address(j, i) for i in cluster.task_indices(j)} for j in cluster.jobs}
         self._address = jobs[job_name][self._index]
+        from dtf.kernels.cpu import cores
+
+        cores.share_host(cores.compute_tasks_on_host(jobs, self._address))
         # The runtime (executor, wire, ZeroMQ) loads with the first server, not at `import dtf`.
         from dtf.client.local import inter_op_threads
         from dtf.runtime.service import TaskService

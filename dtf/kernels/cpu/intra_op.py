@@ -12,27 +12,21 @@ into chunks runs them here: every thread (the caller first) takes the next chunk
 none is left, and a thread that is descheduled just takes fewer. While chunks run, BLAS
 uses one thread (``blas.one_thread``), so threads never exceed the pool's.
 
-The pool has one thread fewer than the cores this process may use (the caller is the
-last), ``DTF_INTRA_OP_THREADS`` overrides the total (1: every chunk on the caller).
+The pool has one thread fewer than the thread budget (the caller is the last): the cores
+this process may use, shared with the other compute tasks on its host (.cores), or
+``DTF_INTRA_OP_THREADS`` (1: every chunk on the caller).
 """
 from __future__ import annotations
 
 import itertools
-import os
 import queue
 import threading
 
+from . import cores
 from .blas import one_thread
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-THREADS = max(1, int(os.environ.get("DTF_INTRA_OP_THREADS", "0") or 0) or _cores())
+THREADS = cores.threads()
 
 
 class _Job:

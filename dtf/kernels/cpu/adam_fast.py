@@ -16,7 +16,8 @@ import numpy as np
 
 from dtf.framework import dtypes, errors
 from dtf.kernels.registry import register_kernel
-from .intra_op import THREADS, run_chunks
+from .elementwise import over_slices
+from .intra_op import THREADS
 from .jit_loading import run_stand_in, when_loaded
 from .state import UPDATES, _apply_factory, _fmt, _locked
 
@@ -51,24 +52,22 @@ class _Spares:
 # Xeon, median of 30; the update is bound by memory bandwidth, which one core does not
 # fill).
 PARALLEL_MIN = int(os.environ.get("DTF_ADAM_PARALLEL_MIN", 1 << 19))
-PIECE = 1 << 18
 
 
 def _over_pieces(update, flat, scalars):
     """``update(var, m, v, grad, *scalars, new_var, new_m, new_v)`` over the flat arrays
-    ``flat``, in pieces on the intra-op threads when they are large (each element's
-    arithmetic is the same whichever piece it is in)."""
+    ``flat``, in slices on the intra-op threads when they are large (each element's
+    arithmetic is the same whichever slice it is in)."""
     n = flat[0].shape[0]
     if n < PARALLEL_MIN or THREADS <= 1:
         update(*flat[:4], *scalars, *flat[4:])
         return
-    count = -(-n // PIECE)
 
-    def piece(i):
-        part = [a[i * PIECE:(i + 1) * PIECE] for a in flat]
+    def piece(s0, s1):
+        part = [a[s0:s1] for a in flat]
         update(*part[:4], *scalars, *part[4:])
 
-    run_chunks(piece, count)
+    over_slices(piece, n)
 
 
 def _fast_adam(node):

@@ -268,6 +268,11 @@ def _check_update_shape(node, var, x):
             f"{_fmt(var.shape)} {_fmt(x.shape)}")
 
 
+# Updates of at least this many elements run in slices over the intra-op threads: the MLP's
+# 1024 x 1024 gradient-descent update took 0.43 ms on one thread, 0.34 on two (median of 50).
+PARALLEL_UPDATE_MIN = 1 << 19
+
+
 def _numba_gradient_descent(node):
     """var - alpha * delta in one Numba pass, for float32/64 variables; else numpy."""
     def with_numpy(var, alpha, delta):
@@ -278,12 +283,20 @@ def _numba_gradient_descent(node):
     dtype = np.dtype(node.attrs["T"].as_numpy_dtype)
 
     def with_numba():
-        from .dense_jit import _sub_scaled
+        from .dense_jit import _sub_scaled, _sub_scaled_into
+        from .elementwise import over_slices
 
         def update(var, alpha, delta):
-            if var.dtype == dtype and alpha.ndim == 0 and delta.shape == var.shape:
-                return _sub_scaled(np.ascontiguousarray(var), alpha[()], np.ascontiguousarray(delta))
-            return with_numpy(var, alpha, delta)
+            if var.dtype != dtype or alpha.ndim != 0 or delta.shape != var.shape:
+                return with_numpy(var, alpha, delta)
+            var, delta, a = np.ascontiguousarray(var), np.ascontiguousarray(delta), alpha[()]
+            if var.size < PARALLEL_UPDATE_MIN:
+                return _sub_scaled(var, a, delta)
+            # Large: slices on the intra-op threads (bandwidth, as for Adam in .adam_fast)
+            out = np.empty(var.shape, var.dtype)
+            v, d, o = var.reshape(-1), delta.reshape(-1), out.reshape(-1)
+            over_slices(lambda s0, s1: _sub_scaled_into(v[s0:s1], a, d[s0:s1], o[s0:s1]), v.size)
+            return out
 
         return update
 

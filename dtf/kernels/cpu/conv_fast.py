@@ -396,33 +396,58 @@ def _tiles(x_shape, out_hw, window):
             and (ow - 1) * sw - pl + kw >= w)
 
 
+def _check_pool_grad(node, x, y, dy):
+    """The pooled shape and window of a MaxPoolGrad's inputs, checked."""
+    _check_pool(node, "MaxPoolGrad", x)
+    (oh, ow), window = _pool_geometry(node, x.shape)
+    expect = (x.shape[0], oh, ow, x.shape[3])
+    if tuple(y.shape) != expect or tuple(dy.shape) != expect:
+        raise ValueError(f"MaxPoolGrad: orig_output {list(y.shape)} and grad {list(dy.shape)} "
+                         f"must have the pooled shape {list(expect)}")
+    return (oh, ow), window
+
+
+def _tiled_grad(x, y, dy, window, relu_masked):
+    from . import pool_jit
+
+    dx = np.empty(x.shape, dy.dtype)
+    x, y, dy = (np.ascontiguousarray(a) for a in (x, y, dy))
+    kh, kw, _, _, pt, pl = window
+    _over_images(x, lambda b0, b1: pool_jit.max_pool_grad_tiled_into(  # writes all of dx[b0:b1]
+        x, y, dy, dx, b0, b1, kh, kw, pt, pl, relu_masked))
+    return dx
+
+
 @register_kernel("MaxPoolGrad", "CPU", dtypes=FLOATS, label="numba")
 @tiered_kernel
 def max_pool_grad(node):
     def compute(ctx, x, y, dy):
-        _check_pool(node, "MaxPoolGrad", x)
-        (oh, ow), window = _pool_geometry(node, x.shape)
-        expect = (x.shape[0], oh, ow, x.shape[3])
-        if tuple(y.shape) != expect or tuple(dy.shape) != expect:
-            raise ValueError(f"MaxPoolGrad: orig_output {list(y.shape)} and grad {list(dy.shape)} "
-                             f"must have the pooled shape {list(expect)}")
+        (oh, ow), window = _check_pool_grad(node, x, y, dy)
         if not dy.size:
             return np.zeros(x.shape, dy.dtype)
+        if _tiles(x.shape, (oh, ow), window):
+            return _tiled_grad(x, y, dy, window, False)
         dx = np.empty(x.shape, dy.dtype)
         x, y, dy = (np.ascontiguousarray(a) for a in (x, y, dy))
-        if _tiles(x.shape, (oh, ow), window):
-            from . import pool_jit
 
-            kh, kw, _, _, pt, pl = window
-
-            def images(b0, b1):  # writes all of dx[b0:b1]: no zeroing pass
-                pool_jit.max_pool_grad_tiled_into(x, y, dy, dx, b0, b1, kh, kw, pt, pl)
-        else:
-            def images(b0, b1):
-                dx[b0:b1] = 0  # zeroed (and its pages touched) by the thread that fills it
-                _jit().max_pool_grad_into(x, y, dy, dx, b0, b1, *window)
+        def images(b0, b1):
+            dx[b0:b1] = 0  # zeroed (and its pages touched) by the thread that fills it
+            _jit().max_pool_grad_into(x, y, dy, dx, b0, b1, *window)
 
         _over_images(x, images)
         return dx
 
     return compute
+
+
+def max_pool_grad_relu(node, x, y, dy):
+    """ReluGrad(MaxPoolGrad(x, y, dy), x) in one pass where the windows tile the image (the
+    pooling of a ReLU's output: dtf.runtime.fusion_pool), else None. Only once the loops
+    have loaded."""
+    if not (type(x) is type(y) is type(dy) is np.ndarray and x.dtype == y.dtype == dy.dtype
+            and x.dtype in (np.float32, np.float64)):
+        return None
+    (oh, ow), window = _check_pool_grad(node, x, y, dy)
+    if not dy.size or not _tiles(x.shape, (oh, ow), window):
+        return None
+    return _tiled_grad(x, y, dy, window, True)

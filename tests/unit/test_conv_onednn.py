@@ -172,7 +172,8 @@ def test_epilogue_plan_recognises_bias_and_relu_tails_only():
     assert epilogues.plan("Conv2D", (("Sub", (1, 0)), ("Relu", (2,))), 1) is None
     assert epilogues.plan("Conv2D", (("Add", (1, 0)), ("Tanh", (2,))), 1) is None
     assert epilogues.plan("Conv2D", (("Relu", (0,)),), 0) is None
-    assert epilogues.plan("MatMul", (("Add", (1, 0)), ("Relu", (2,))), 1) is None
+    assert epilogues.plan("MatMul", (("Add", (1, 0)), ("Relu", (2,))), 1) is True
+    assert epilogues.plan("BatchMatMulV2", (("Add", (1, 0)), ("Relu", (2,))), 1) is None
 
 
 @needs_onednn
@@ -213,3 +214,37 @@ def test_fused_conv_bias_relu_in_a_session_matches_numpy(bias_op, relu, monkeypa
     close(got, want.astype(np.float32))
     # The library took the tail in, except for the 4-D bias (the tail's own pass ran).
     assert served and all(served) == (bias_op != "add_row4")
+
+
+@needs_onednn
+@pytest.mark.parametrize("rows,transpose_b,relu", [(256, False, True), (300, True, False),
+                                                   (4, False, True)])
+def test_fused_dense_layer_matches_numpy(rows, transpose_b, relu, monkeypatch):
+    from dtf.kernels.cpu import epilogues
+
+    served = []
+    real = epilogues.run
+
+    def run(*args):
+        y = real(*args)
+        served.append(y is not None)
+        return y
+
+    monkeypatch.setattr(epilogues, "run", run)
+    x = RNG.standard_normal((rows, 784)).astype(np.float32)
+    w = RNG.standard_normal((1024, 784) if transpose_b else (784, 1024)).astype(np.float32)
+    b = RNG.standard_normal(1024).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf.placeholder(tf.float32, [None, 784])
+        y = tf.matmul(xp, tf.constant(w), transpose_b=transpose_b) + tf.constant(b)
+        if relu:
+            y = tf.nn.relu(y)
+    with tf.Session(graph=g) as sess:
+        got = sess.run(y, {xp: x})
+    want = x.astype(np.float64) @ (w.T if transpose_b else w) + b
+    if relu:
+        want = np.maximum(want, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    # The library takes the tail in for large products only (4 rows: OpenBLAS and the pass).
+    assert served and all(served) == (rows >= 256)

@@ -164,6 +164,8 @@ def conv2d(node):
 def conv2d_with_epilogue(node, inputs, bias, relu):
     """Conv2D of ``inputs`` (x, w) plus ``bias`` per output channel, then ReLU when
     ``relu``, in one oneDNN primitive; None where it does not serve (see .epilogues)."""
+    if len(inputs) != 2:
+        return None
     x, w = inputs
     if not (type(x) is np.ndarray and type(w) is np.ndarray and type(bias) is np.ndarray):
         return None

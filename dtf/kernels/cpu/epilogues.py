@@ -1,5 +1,6 @@
 """Heads whose kernel can take the elementwise tail of a fused group into its own loop:
-a bias added per output channel, then optionally ReLU (TensorFlow's fused Conv2D).
+a bias added per output channel, then optionally ReLU (TensorFlow's fused Conv2D and
+MatMul).
 
 dtf.runtime.fusion runs a head (a matmul or a convolution) and then its tail as one
 serial pass over the head's output; for the CNN's conv1 that pass (bias + ReLU over 1.6M
@@ -18,7 +19,8 @@ RELU_OPS = frozenset({"Relu"})
 
 # head op type -> (module, function name): fn(node, head inputs, bias, relu) -> result or
 # None. Names, so that planning a graph does not import the convolution kernels.
-HEADS = {"Conv2D": ("conv_fast", "conv2d_with_epilogue")}
+HEADS = {"Conv2D": ("conv_fast", "conv2d_with_epilogue"),
+         "MatMul": ("math", "mat_mul_with_epilogue")}
 _loaded: dict = {}
 
 

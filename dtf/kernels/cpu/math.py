@@ -16,7 +16,7 @@ from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.math import _axes
 from dtf.kernels.registry import register_kernel
-from .blas import matmul
+from .blas import PARALLEL_MIN_WORK, matmul
 from .jit_loading import run_stand_in, when_loaded
 
 
@@ -35,6 +35,24 @@ def mat_mul(node):
         return ref(attrs, a, b)  # raises the reference's error
 
     return compute
+
+
+def mat_mul_with_epilogue(node, inputs, bias, relu):
+    """MatMul of ``inputs`` plus ``bias`` (a row), then ReLU when ``relu``, in one oneDNN
+    primitive for large float32 products; None elsewhere (see .epilogues)."""
+    if len(inputs) != 2:
+        return None
+    a, b = inputs
+    if not (type(a) is np.ndarray and type(b) is np.ndarray and type(bias) is np.ndarray
+            and a.ndim == 2 == b.ndim):
+        return None
+    a = a.T if node.attrs.get("transpose_a") else a
+    b = b.T if node.attrs.get("transpose_b") else b
+    if a.size * b.shape[-1] < PARALLEL_MIN_WORK:
+        return None  # small: OpenBLAS on one thread and the tail's pass cost less
+    from . import onednn
+
+    return onednn.matmul(a, b, bias, relu)
 
 
 # Distinct axes values one node sees are few (usually one constant).

@@ -265,15 +265,17 @@ class _MatmulPrimitive:
     """A float32 matmul primitive for one pair of shapes and layouts (it keeps its
     descriptors, see _Weights)."""
 
-    __slots__ = ("prim", "impl", "scratch", "a_md", "b_md", "c_md", "_pd")
+    __slots__ = ("prim", "impl", "scratch", "a_md", "b_md", "c_md", "bias_md", "_pd")
 
-    def __init__(self, lib, m, k, n, a_strides, b_strides):
+    def __init__(self, lib, m, k, n, a_strides, b_strides, bias=False, relu=False):
         self.a_md = lib.memory_desc([m, k], a_strides)
         self.b_md = lib.memory_desc([k, n], b_strides)
         self.c_md = lib.memory_desc([m, n], [n, 1])
+        self.bias_md = lib.memory_desc([1, n], [n, 1]) if bias else None  # one row, broadcast
         pd = self._pd = _P()
         status = lib.lib.dnnl_matmul_primitive_desc_create(
-            ctypes.byref(pd), lib.engine, self.a_md, self.b_md, None, self.c_md, lib.attr)
+            ctypes.byref(pd), lib.engine, self.a_md, self.b_md, self.bias_md, self.c_md,
+            lib.attr_relu if relu else lib.attr)
         if status == _UNIMPLEMENTED:
             raise _Unimplemented("matmul")
         lib.check(status, "matmul primitive_desc_create")
@@ -284,12 +286,13 @@ class _MatmulPrimitive:
         self.prim = lib.primitive(pd)
 
 
-_matmuls: dict = {}  # (m, k, n, a strides, b strides) -> _MatmulPrimitive, or None
+_matmuls: dict = {}  # (m, k, n, a strides, b strides, bias, relu) -> _MatmulPrimitive, or None
 
 
-def matmul(a, b):
+def matmul(a, b, bias=None, relu=False):
     """``a @ b`` of two 2-D float32 arrays on the library's matmul primitive (threaded
-    like its convolutions), transposed views read in place; None where it does not serve.
+    like its convolutions), transposed views read in place, plus ``bias`` (a float32 row
+    of the output's width) and then ReLU when asked; None where it does not serve.
 
     On the CNN's and the MLP's large products it is 1.2-1.9x OpenBLAS split over the
     intra-op threads (2 cores, median of 40: the MLP's 1024 x 256 x 1024 filter gradient
@@ -302,22 +305,27 @@ def matmul(a, b):
     if b.shape[0] != k:
         return None  # numpy raises its own error
     n = b.shape[1]
+    if bias is not None and (bias.dtype != np.float32 or bias.shape != (n,)):
+        return None
     a, a_strides = _strides(a)
     b, b_strides = _strides(b)
-    key = (m, k, n, a_strides, b_strides)
+    key = (m, k, n, a_strides, b_strides, bias is not None, relu)
     prim = _matmuls.get(key, False)
     if prim is False:
         with _primitives_lock:
             try:
-                prim = _MatmulPrimitive(library(), m, k, n, list(a_strides), list(b_strides))
+                prim = _MatmulPrimitive(library(), m, k, n, list(a_strides), list(b_strides),
+                                        bias is not None, relu)
             except _Unimplemented:
                 prim = None
             _matmuls[key] = prim
     if prim is None:
         return None
     out = np.empty((m, n), np.float32)
-    library().execute(prim.prim, [(_ARG_SRC, prim.a_md, a), (_ARG_WEIGHTS, prim.b_md, b),
-                                  (_ARG_DST, prim.c_md, out)] + prim.scratch.args())
+    args = [(_ARG_SRC, prim.a_md, a), (_ARG_WEIGHTS, prim.b_md, b), (_ARG_DST, prim.c_md, out)]
+    if bias is not None:
+        args.append((_ARG_BIAS, prim.bias_md, np.ascontiguousarray(bias)))
+    library().execute(prim.prim, args + prim.scratch.args())
     return out
 
 

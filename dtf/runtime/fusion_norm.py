@@ -170,10 +170,16 @@ def fuse_relu_grads(steps, pinned):
                 and step[1].count(out) == 1 and out not in pinned
                 and relu.name not in control_targets and _same_float(relu, node)):
             pairs[j] = i
+    return replace_pairs(steps, pairs, _fused)
+
+
+def replace_pairs(steps, pairs, fuse):
+    """``steps`` with each step k of ``pairs`` ({k: its producer's index}) replaced by
+    ``fuse(producer step, step k)`` and the producer dropped."""
     if not pairs:
         return steps
     dropped = set(pairs.values())
-    return [_fused(steps[pairs[k]], step) if k in pairs else step
+    return [fuse(steps[pairs[k]], step) if k in pairs else step
             for k, step in enumerate(steps) if k not in dropped]
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels.cpu import jit_loading
-from dtf.runtime.fusion_norm import _failure, _readers, _same_float
+from dtf.runtime.fusion_norm import _failure, _readers, _same_float, replace_pairs
 
 
 def fuse_pool_relu_grads(steps, pinned):
@@ -41,11 +41,15 @@ def fuse_pool_relu_grads(steps, pinned):
                 and pool_ins[0] == f and g != f and readers[g] == [j] and g not in pinned
                 and pool.name not in control_targets and _same_float(pool, relu)):
             pairs[j] = i
-    if not pairs:
-        return steps
-    dropped = set(pairs.values())
-    return [_fused(steps[pairs[k]], step) if k in pairs else step
-            for k, step in enumerate(steps) if k not in dropped]
+    return replace_pairs(steps, pairs, _fused)
+
+
+def _naming(node, ins, ctx, fn, *args):
+    """``fn(*args)``, its error re-raised naming ``node`` and its inputs ``ins``."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
+        raise _failure(e, node, ins, ctx) from e
 
 
 def _fused(pool_step, relu_step):
@@ -54,21 +58,13 @@ def _fused(pool_step, relu_step):
     from dtf.kernels.cpu.conv_fast import max_pool_grad_relu
 
     def compute(ctx, x, y, dy):
+        ins = [x, y, dy]
         if jit_loading.loaded():
-            try:
-                result = max_pool_grad_relu(pool, x, y, dy)
-            except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
-                raise _failure(e, pool, [x, y, dy], ctx) from e
+            result = _naming(pool, ins, ctx, max_pool_grad_relu, pool, *ins)
             if result is not None:
                 return result
-        try:
-            dx = pool_compute(ctx, x, y, dy)
-        except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
-            raise _failure(e, pool, [x, y, dy], ctx) from e
-        try:
-            return relu_compute(ctx, dx, x)
-        except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
-            raise _failure(e, relu, [dx, x], ctx) from e
+        dx = _naming(pool, ins, ctx, pool_compute, ctx, *ins)
+        return _naming(relu, [dx, x], ctx, relu_compute, ctx, dx, x)
 
     controls = list(pool.control_inputs) + [c for c in relu.control_inputs
                                             if c not in pool.control_inputs]

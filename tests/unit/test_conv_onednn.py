@@ -161,6 +161,23 @@ def test_adam_in_pieces_equals_one_pass(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.fixture
+def served(monkeypatch):
+    """Whether each call of an epilogue was served by the library (True) or declined."""
+    from dtf.kernels.cpu import epilogues
+
+    calls = []
+    real = epilogues.run
+
+    def run(*args):
+        y = real(*args)
+        calls.append(y is not None)
+        return y
+
+    monkeypatch.setattr(epilogues, "run", run)
+    return calls
+
+
 def test_epilogue_plan_recognises_bias_and_relu_tails_only():
     from dtf.kernels.cpu import epilogues
 
@@ -179,18 +196,7 @@ def test_epilogue_plan_recognises_bias_and_relu_tails_only():
 @needs_onednn
 @pytest.mark.parametrize("bias_op", ["add", "bias_add", "add_row4"])
 @pytest.mark.parametrize("relu", [True, False])
-def test_fused_conv_bias_relu_in_a_session_matches_numpy(bias_op, relu, monkeypatch):
-    from dtf.kernels.cpu import epilogues
-
-    served = []
-    real = epilogues.run
-
-    def run(*args):
-        y = real(*args)
-        served.append(y is not None)
-        return y
-
-    monkeypatch.setattr(epilogues, "run", run)
+def test_fused_conv_bias_relu_in_a_session_matches_numpy(bias_op, relu, served):
     x = RNG.standard_normal((4, 11, 9, 8)).astype(np.float32)
     w = RNG.standard_normal((3, 3, 8, 16)).astype(np.float32)
     b = RNG.standard_normal(16).astype(np.float32)
@@ -219,18 +225,7 @@ def test_fused_conv_bias_relu_in_a_session_matches_numpy(bias_op, relu, monkeypa
 @needs_onednn
 @pytest.mark.parametrize("rows,transpose_b,relu", [(256, False, True), (300, True, False),
                                                    (4, False, True)])
-def test_fused_dense_layer_matches_numpy(rows, transpose_b, relu, monkeypatch):
-    from dtf.kernels.cpu import epilogues
-
-    served = []
-    real = epilogues.run
-
-    def run(*args):
-        y = real(*args)
-        served.append(y is not None)
-        return y
-
-    monkeypatch.setattr(epilogues, "run", run)
+def test_fused_dense_layer_matches_numpy(rows, transpose_b, relu, served):
     x = RNG.standard_normal((rows, 784)).astype(np.float32)
     w = RNG.standard_normal((1024, 784) if transpose_b else (784, 1024)).astype(np.float32)
     b = RNG.standard_normal(1024).astype(np.float32)

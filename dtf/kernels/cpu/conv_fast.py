@@ -86,6 +86,13 @@ class ConvPlan:
         the output size: what the direct loops read."""
         return (self.oh - 1) * self.sh + self.kh, (self.ow - 1) * self.sw + self.kw
 
+    def check_out_backprop(self, op, dy):
+        """A gradient kernel's dy must have the forward output's shape (oneDNN would read
+        past a short buffer)."""
+        if tuple(dy.shape) != (self.n, self.oh, self.ow, self.co):
+            raise ValueError(f"{op}: out_backprop shape {list(dy.shape)} does not match the "
+                             f"forward output {[self.n, self.oh, self.ow, self.co]}")
+
     def gather(self, xf, cols, b0, b1):
         """im2col of images [b0, b1) of the flat input ``xf`` into ``cols``."""
         _jit().im2col_into(xf, self.n, self.h, self.w, self.ci, cols, b0, b1, self.kh, self.kw,
@@ -183,9 +190,7 @@ def conv2d_backprop_filter(node):
     def compute(ctx, x, filter_sizes, dy):
         shape = _sizes(filter_sizes)
         g = ConvPlan(node, x.shape, shape, x.itemsize)
-        if tuple(dy.shape) != (g.n, g.oh, g.ow, g.co):
-            raise ValueError(f"Conv2DBackpropFilter: out_backprop shape {list(dy.shape)} does "
-                             f"not match the forward output {[g.n, g.oh, g.ow, g.co]}")
+        g.check_out_backprop("Conv2DBackpropFilter", dy)
         dw = onednn.conv2d_backprop_filter(g, x, dy)
         if dw is not None:
             return dw
@@ -221,9 +226,7 @@ def conv2d_backprop_input(node):
     def compute(ctx, input_sizes, w, dy):
         shape = _sizes(input_sizes)
         g = ConvPlan(node, shape, w.shape, dy.itemsize)
-        if tuple(dy.shape) != (g.n, g.oh, g.ow, g.co):
-            raise ValueError(f"Conv2DBackpropInput: out_backprop shape {list(dy.shape)} does not "
-                             f"match the forward output {[g.n, g.oh, g.ow, g.co]}")
+        g.check_out_backprop("Conv2DBackpropInput", dy)
         dx = onednn.conv2d_backprop_input(g, w, dy)
         if dx is not None:
             return dx

@@ -312,6 +312,7 @@ def matmul(a, b, bias=None, relu=False):
     key = (m, k, n, a_strides, b_strides, bias is not None, relu)
     prim = _matmuls.get(key, False)
     if prim is False:
+        library().stream()  # the team size first, as for the convolutions
         with _primitives_lock:
             try:
                 prim = _MatmulPrimitive(library(), m, k, n, list(a_strides), list(b_strides),
@@ -445,10 +446,12 @@ def _primitive(kind, g, bias=False, relu=False):
         return _primitives[key]
     except KeyError:
         pass
+    lib = library()
+    lib.stream()  # this thread's team size first: a primitive splits its work for it
     with _primitives_lock:
         if key not in _primitives:
             try:
-                _primitives[key] = _ConvPrimitive(library(), kind, geometry, bias, relu)
+                _primitives[key] = _ConvPrimitive(lib, kind, geometry, bias, relu)
                 log.debug("oneDNN %s %s: %s", kind, geometry, _primitives[key].impl)
             except _Unimplemented:
                 _primitives[key] = None

@@ -1,5 +1,6 @@
-"""Conv2D and its two backprops on oneDNN, the primitives library TensorFlow's own CPU
-kernels are built on, called through ctypes.
+"""Conv2D, its two backprops and large float32 matrix products on oneDNN, the primitives
+library TensorFlow's own CPU kernels are built on, called through ctypes. The forward
+primitives can also add a bias and apply ReLU as they write (.epilogues).
 
 Why a library here: on the deep-MNIST CNN's and the ResNet step's layer shapes oneDNN's
 JIT-generated convolutions ("brgconv", AVX-512 where the processor has it) run at about
@@ -9,8 +10,8 @@ gradient 3.1 / 3.0 / 3.4 ms against 5.8 / 7.5 / 6.3; the ResNet 3x3 16 -> 16 lay
 against 1.9 for each of the three), and sixteen rounds of our own kernels had stopped
 short of that. The library comes from the ``onednn-cpu-gomp`` wheel (x86-64 Linux; a
 CPU-only build threaded by GNU OpenMP) and is optional: where it is missing, cannot load,
-or does not implement a convolution (``unimplemented`` from the library, or only its
-reference loops), the kernels in .conv_fast run as before.
+or does not implement a call (``unimplemented`` from the library, or only its reference
+loops), the kernels in .conv_fast and .blas run as before.
 
 What is passed: NHWC activations and HWIO filters described by their strides, so the
 library reads and writes numpy's arrays in place; the filter only in the blocked layout

@@ -84,6 +84,7 @@ def test_float64_and_disabled_path_are_not_served(monkeypatch):
     g = plan((2, 6, 6, 8), (3, 3, 8, 8), attrs())
     x = RNG.standard_normal((2, 6, 6, 8))
     assert onednn.conv2d(g, x, RNG.standard_normal((3, 3, 8, 8))) is None
+    assert onednn.conv2d(g, x.astype(np.float32), RNG.standard_normal((3, 3, 8, 8))) is None
     monkeypatch.setattr(onednn, "ENABLED", False)
     assert onednn.conv2d(g, x.astype(np.float32), np.ones((3, 3, 8, 8), np.float32)) is None
     assert onednn.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)) is None

@@ -459,8 +459,12 @@ def _primitive(kind, g, bias=False, relu=False):
         return _primitives[key]
 
 
-def _serves(g, dtype):
-    return dtype == np.float32 and g.n > 0 and g.oh > 0 and g.ow > 0 and available()
+def _serves(g, *arrays):
+    """Whether the library takes a convolution of geometry ``g`` over ``arrays``: all
+    float32 (the registry calls with one dtype; a mismatch would be read as wrong bytes),
+    a non-empty output, and the library loaded."""
+    return (all(a.dtype == np.float32 for a in arrays) and g.n > 0 and g.oh > 0 and g.ow > 0
+            and available())
 
 
 def _run(lib, conv, args, weights_array, weights_arg):
@@ -485,7 +489,7 @@ def conv2d(g, x, w, bias=None, relu=False):
     """Conv2D of the NHWC ``x`` by the HWIO ``w`` (geometry ``g``, a conv_fast.ConvPlan),
     plus ``bias`` (a float32 vector of the output channels) and then ReLU when asked, or
     None where the library does not serve it."""
-    if not _serves(g, x.dtype) or (bias is not None and (
+    if not _serves(g, x, w) or (bias is not None and (
             bias.dtype != np.float32 or bias.shape != (g.co,))):
         return None
     conv = _primitive("forward", g, bias is not None, relu)
@@ -503,7 +507,7 @@ def conv2d(g, x, w, bias=None, relu=False):
 def conv2d_backprop_input(g, w, dy):
     """The input gradient of a Conv2D (geometry ``g``) from its filter and output
     gradient, or None where the library does not serve it."""
-    if not _serves(g, dy.dtype) or g.ci < MIN_INPUT_GRAD_CHANNELS:
+    if not _serves(g, w, dy) or g.ci < MIN_INPUT_GRAD_CHANNELS:
         return None
     conv = _primitive("input", g)
     if conv is None:
@@ -518,7 +522,7 @@ def conv2d_backprop_input(g, w, dy):
 def conv2d_backprop_filter(g, x, dy):
     """The filter gradient of a Conv2D (geometry ``g``) from its input and output
     gradient, as HWIO, or None where the library does not serve it."""
-    if not _serves(g, x.dtype):
+    if not _serves(g, x, dy):
         return None
     conv = _primitive("filter", g)
     if conv is None:

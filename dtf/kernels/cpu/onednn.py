@@ -170,11 +170,18 @@ class _Library:
             ctypes.byref(pd), src_md, self.engine, dst_md, self.engine, self.attr), "reorder")
         return pd
 
-    def execute(self, prim, args):
+    def execute(self, prim, args, alone=False):
         """Runs ``prim`` on this thread's stream over ``args``: (argument, memory
-        descriptor, numpy array) triples; the memory objects live for this call only."""
+        descriptor, numpy array) triples; the memory objects live for this call only.
+        ``alone``: on the calling thread only, without waking the OpenMP team (for the
+        filter reorders: waking a sleeping team thread took about 100 us on this 2-core
+        machine, a tiny convolution 196 us a call against 24 on one thread)."""
         lib, engine = self.lib, self.engine
         memories = []
+        single = alone and self._set_team is not None
+        if single:
+            self.stream()  # the thread's team size is set before it is changed here
+            self._set_team(1)
         try:
             packed = (_ExecArg * len(args))()
             for i, (arg, md, array) in enumerate(args):
@@ -189,6 +196,10 @@ class _Library:
         finally:
             for mem in memories:
                 lib.dnnl_memory_destroy(mem)
+            if single:
+                from .intra_op import THREADS
+
+                self._set_team(THREADS)
 
 
 def _omp_setter():
@@ -467,6 +478,11 @@ def _serves(g, *arrays):
             and available())
 
 
+# Filters up to this size are reordered on the calling thread alone: a copy of the CNN's
+# conv2 filter (200 KB) takes microseconds, waking the OpenMP team about 100.
+REORDER_ALONE_BYTES = 4 << 20
+
+
 def _run(lib, conv, args, weights_array, weights_arg):
     """Runs ``conv`` with its filter argument ``weights_arg`` (the HWIO array
     ``weights_array``) reordered in or out as the primitive's layout needs."""
@@ -476,13 +492,15 @@ def _run(lib, conv, args, weights_array, weights_arg):
                     + conv.scratch.args())
         return
     blocked = np.empty(wt.size // 4, np.float32)
+    alone = wt.size <= REORDER_ALONE_BYTES
     if weights_arg == _ARG_WEIGHTS:  # the filter goes in
         lib.execute(wt.reorder, [(_ARG_SRC, conv.w_plain, weights_array),
-                                 (_ARG_DST, wt.md, blocked)] + wt.scratch.args())
+                                 (_ARG_DST, wt.md, blocked)] + wt.scratch.args(), alone=alone)
     lib.execute(conv.prim, args + [(weights_arg, wt.md, blocked)] + conv.scratch.args())
     if weights_arg == _ARG_DIFF_WEIGHTS:  # the filter gradient comes out
         lib.execute(wt.reorder, [(_ARG_SRC, wt.md, blocked),
-                                 (_ARG_DST, conv.w_plain, weights_array)] + wt.scratch.args())
+                                 (_ARG_DST, conv.w_plain, weights_array)] + wt.scratch.args(),
+                    alone=alone)
 
 
 def conv2d(g, x, w, bias=None, relu=False):

@@ -127,22 +127,19 @@ class TailStep(FusedStep):
         index.update((n_inputs + k, n + k) for k in range(len(members)))
         self.ops = tuple((node.op, tuple(index[a] for a in args)) for _, args, node in members[1:])
         # A bias (+ ReLU) tail that the head's own kernel can apply (epilogues.plan).
-        self.epilogue_relu = epilogues.plan(members[0][2].op, self.ops, n)
+        self.epilogue_relu = epilogues.plan(members[0][2].op, self.ops, n, self.dtype)
 
     def __call__(self, ctx, *xs):
         compute, args, node = self.members[0]
-        if self.epilogue_relu is not None:
-            ins = [xs[a] for a in args]
-            try:
-                y = epilogues.run(node, ins, xs[self.tail_inputs[0]], self.epilogue_relu)
-            except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
-                raise _failure(e, node, ins, ctx) from e
-            if y is not None:
-                return y
+        ins = [xs[a] for a in args]
         try:
-            y = compute(ctx, *[xs[a] for a in args])
+            if self.epilogue_relu is not None:
+                y = epilogues.run(node, ins, xs[self.tail_inputs[0]], self.epilogue_relu)
+                if y is not None:
+                    return y
+            y = compute(ctx, *ins)
         except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
-            raise _failure(e, node, [xs[a] for a in args], ctx) from e
+            raise _failure(e, node, ins, ctx) from e
         # Only the head's kernel could still hold a reference to (or a view of) its result;
         # two references are this frame's name and getrefcount's argument.
         owned = (type(y) is np.ndarray and sys.getrefcount(y) == 2 and y.flags.owndata

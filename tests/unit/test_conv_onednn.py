@@ -12,7 +12,7 @@ import pytest
 import dtf as tf
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
-from dtf.kernels.cpu import adam_fast, adam_jit, blas, conv_fast, onednn
+from dtf.kernels.cpu import adam_fast, adam_jit, blas, conv_fast, onednn, state
 from dtf.kernels.reference import REFERENCE
 
 needs_onednn = pytest.mark.skipif(onednn.library() is None, reason="oneDNN is not installed")
@@ -154,8 +154,7 @@ def test_adam_in_pieces_equals_one_pass(monkeypatch):
     scalars = (np.float32(1e-3), np.float32(0.1), np.float32(1e-3), np.float32(1e-8), False)
     whole = [np.empty(n, np.float32) for _ in range(3)]
     adam_jit.adam_into(var, m, v, g, *scalars, *whole)
-    monkeypatch.setattr(adam_fast, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(adam_fast, "THREADS", 2)
+    monkeypatch.setattr(state, "PARALLEL_UPDATE_MIN", 1)
     pieces = [np.empty(n, np.float32) for _ in range(3)]
     adam_fast._over_pieces(adam_jit.adam_into, [var, m, v, g, *pieces], scalars)
     for a, b in zip(pieces, whole):

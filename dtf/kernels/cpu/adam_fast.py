@@ -9,15 +9,14 @@ outputs once nothing else refers to them.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
 from dtf.framework import dtypes, errors
 from dtf.kernels.registry import register_kernel
+from . import state
 from .elementwise import over_slices
-from .intra_op import THREADS
 from .jit_loading import run_stand_in, when_loaded
 from .state import UPDATES, _apply_factory, _fmt, _locked
 
@@ -47,19 +46,13 @@ class _Spares:
         self._arrays = arrays
 
 
-# Variables of at least this many elements are updated in pieces over the intra-op
-# threads: the CNN's 3136 x 1024 layer took 3.9 ms on one thread, 2.7 on two (2-core
-# Xeon, median of 30; the update is bound by memory bandwidth, which one core does not
-# fill).
-PARALLEL_MIN = int(os.environ.get("DTF_ADAM_PARALLEL_MIN", 1 << 19))
-
-
 def _over_pieces(update, flat, scalars):
     """``update(var, m, v, grad, *scalars, new_var, new_m, new_v)`` over the flat arrays
-    ``flat``, in slices on the intra-op threads when they are large (each element's
-    arithmetic is the same whichever slice it is in)."""
+    ``flat``, in slices on the intra-op threads when they are large
+    (``state.PARALLEL_UPDATE_MIN``; each element's arithmetic is the same whichever slice
+    it is in)."""
     n = flat[0].shape[0]
-    if n < PARALLEL_MIN or THREADS <= 1:
+    if n < state.PARALLEL_UPDATE_MIN:
         update(*flat[:4], *scalars, *flat[4:])
         return
 

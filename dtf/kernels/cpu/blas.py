@@ -126,7 +126,7 @@ def matmul(a, b):
     """``np.matmul(a, b)`` with one BLAS thread when the product is small; a large 2-D one
     goes to oneDNN's matmul for float32 (.onednn, where installed), else is cut into
     pieces spread over the intra-op threads (``split_matmul``)."""
-    work = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0  # batch * m * k * n
+    work = _work(a, b)
     if work == 0:
         return np.matmul(a, b)
     if work >= PARALLEL_MIN_WORK:
@@ -136,8 +136,8 @@ def matmul(a, b):
             out = onednn.matmul(a, b)
             if out is not None:
                 return out
-        if a.ndim == 2 and b.ndim == 2 and SPLIT_LARGE:
-            return split_matmul(a, b)
+            if SPLIT_LARGE:
+                return split_matmul(a, b)
         return np.matmul(a, b)
     threads = _controller()
     if threads is None or threads.default <= 1 or _single_sections:
@@ -152,6 +152,16 @@ def matmul(a, b):
     finally:
         if not _single_sections:
             threads.set(threads.default)
+
+
+def _work(a, b):
+    """Multiply-adds of ``a @ b`` (batch * m * k * n), 0 unless both are matrices or more."""
+    return a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
+
+
+def is_large(a, b):
+    """Whether ``matmul`` hands ``a @ b`` to the parallel paths (oneDNN, split pieces)."""
+    return _work(a, b) >= PARALLEL_MIN_WORK
 
 
 # DTF_BLAS_SPLIT=0 leaves large products to BLAS's own threads.

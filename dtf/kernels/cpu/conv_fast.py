@@ -176,10 +176,7 @@ def conv2d_with_epilogue(node, inputs, bias, relu):
     x, w = inputs
     if not (type(x) is np.ndarray and type(w) is np.ndarray and type(bias) is np.ndarray):
         return None
-    g = ConvPlan(node, x.shape, w.shape, x.itemsize)
-    if w.dtype != x.dtype:
-        return None
-    return onednn.conv2d(g, x, w, bias, relu)
+    return onednn.conv2d(ConvPlan(node, x.shape, w.shape, x.itemsize), x, w, bias, relu)
 
 
 @register_kernel("Conv2DBackpropFilter", "CPU", dtypes=FLOATS, label="numba im2col + BLAS sgemm")

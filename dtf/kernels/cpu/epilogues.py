@@ -24,11 +24,17 @@ HEADS = {"Conv2D": ("conv_fast", "conv2d_with_epilogue"),
 _loaded: dict = {}
 
 
-def plan(head_op, tail_ops, n_tail_inputs):
+# The heads' variants compute in float32 only (oneDNN's path): other groups never try.
+DTYPES = frozenset({"float32"})
+
+
+def plan(head_op, tail_ops, n_tail_inputs, dtype="float32"):
     """Whether the head takes this tail in: None, or ``relu`` (bool). ``tail_ops`` are
     (op type, argument indices) as fusion.TailStep numbers them: the tail's group inputs
-    first (here only the bias, index 0), then the head's result, then each member's."""
-    if head_op not in HEADS or n_tail_inputs != 1 or not 1 <= len(tail_ops) <= 2:
+    first (here only the bias, index 0), then the head's result, then each member's;
+    ``dtype`` the group's."""
+    if (head_op not in HEADS or str(dtype) not in DTYPES or n_tail_inputs != 1
+            or not 1 <= len(tail_ops) <= 2):
         return None
     head = n_tail_inputs
     (op, args) = tail_ops[0]

@@ -16,7 +16,7 @@ from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.math import _axes
 from dtf.kernels.registry import register_kernel
-from .blas import PARALLEL_MIN_WORK, matmul
+from .blas import is_large, matmul
 from .jit_loading import run_stand_in, when_loaded
 
 
@@ -48,7 +48,7 @@ def mat_mul_with_epilogue(node, inputs, bias, relu):
         return None
     a = a.T if node.attrs.get("transpose_a") else a
     b = b.T if node.attrs.get("transpose_b") else b
-    if a.size * b.shape[-1] < PARALLEL_MIN_WORK:
+    if not is_large(a, b):
         return None  # small: OpenBLAS on one thread and the tail's pass cost less
     from . import onednn
 

@@ -41,7 +41,7 @@ log = logging.getLogger("dtf.kernels.onednn")
 
 ENABLED = os.environ.get("DTF_ONEDNN", "1") != "0"
 
-# The C API's constants (oneDNN 3.x, dnnl_types.h); none of them has changed since 1.0.
+# The C API's constants (oneDNN 3.x, dnnl_types.h; some, as eltwise_relu, differ in 1.x).
 _F32 = 3  # dnnl_f32
 _FORMAT_ANY = 1  # dnnl_format_tag_any
 _CPU = 1  # dnnl_cpu
@@ -88,23 +88,15 @@ class _Library:
     def __init__(self, path):
         lib = self.lib = ctypes.CDLL(path)
         self.path = path
-        for name in ("dnnl_primitive_desc_query_md",):
-            getattr(lib, name).restype = _P
+        lib.dnnl_primitive_desc_query_md.restype = _P
         lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
         lib.dnnl_memory_desc_get_size.argtypes = [_P]
         lib.dnnl_memory_desc_equal.argtypes = [_P, _P]
         lib.dnnl_primitive_desc_query_md.argtypes = [_P, ctypes.c_int, ctypes.c_int]
         self.engine = _P()
         self.check(lib.dnnl_engine_create(ctypes.byref(self.engine), _CPU, 0), "engine_create")
-        self.attr = _P()  # every primitive's: scratch memory is passed by the caller
-        self.check(lib.dnnl_primitive_attr_create(ctypes.byref(self.attr)), "attr_create")
-        self.check(lib.dnnl_primitive_attr_set_scratchpad_mode(self.attr, _SCRATCHPAD_USER),
-                   "set_scratchpad_mode")
-        # The same with a ReLU applied to the result in the primitive's own loop.
-        self.attr_relu = _P()
-        self.check(lib.dnnl_primitive_attr_create(ctypes.byref(self.attr_relu)), "attr_create")
-        self.check(lib.dnnl_primitive_attr_set_scratchpad_mode(self.attr_relu, _SCRATCHPAD_USER),
-                   "set_scratchpad_mode")
+        self.attr = self._attr()  # every primitive's: scratch memory is passed by the caller
+        self.attr_relu = self._attr()  # the same with ReLU applied in the primitive's loop
         post_ops = _P()
         self.check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post_ops_create")
         lib.dnnl_post_ops_append_eltwise.argtypes = [_P, ctypes.c_int, ctypes.c_float, ctypes.c_float]
@@ -113,7 +105,17 @@ class _Library:
         self.check(lib.dnnl_primitive_attr_set_post_ops(self.attr_relu, post_ops), "set_post_ops")
         lib.dnnl_post_ops_destroy(post_ops)  # the attribute holds its own copy
         self._set_team = _omp_setter()
+        from .intra_op import THREADS
+
+        self.team = THREADS  # every thread's OpenMP team size (module docstring)
         self._local = threading.local()
+
+    def _attr(self):
+        attr = _P()
+        self.check(self.lib.dnnl_primitive_attr_create(ctypes.byref(attr)), "attr_create")
+        self.check(self.lib.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER),
+                   "set_scratchpad_mode")
+        return attr
 
     @staticmethod
     def check(status, what):
@@ -122,14 +124,13 @@ class _Library:
 
     def stream(self):
         """This thread's stream (streams are not shared between threads); the thread's
-        OpenMP team size is set on first use."""
+        OpenMP team size is set on first use, so call it before building a primitive too
+        (a primitive splits its work for the team of the thread that builds it)."""
         local = self._local
         stream = getattr(local, "stream", None)
         if stream is None:
             if self._set_team is not None:
-                from .intra_op import THREADS
-
-                self._set_team(THREADS)
+                self._set_team(self.team)
             stream = _P()
             self.check(self.lib.dnnl_stream_create(ctypes.byref(stream), self.engine, _IN_ORDER),
                        "stream_create")
@@ -178,9 +179,9 @@ class _Library:
         machine, a tiny convolution 196 us a call against 24 on one thread)."""
         lib, engine = self.lib, self.engine
         memories = []
-        single = alone and self._set_team is not None
+        stream = self.stream()  # (sets the thread's team size first, then changed here)
+        single = alone and self._set_team is not None and self.team > 1
         if single:
-            self.stream()  # the thread's team size is set before it is changed here
             self._set_team(1)
         try:
             packed = (_ExecArg * len(args))()
@@ -190,16 +191,13 @@ class _Library:
                                                   _P(array.ctypes.data)), "memory_create")
                 memories.append(mem)
                 packed[i].arg, packed[i].memory = arg, mem
-            stream = self.stream()
             self.check(lib.dnnl_primitive_execute(prim, stream, len(args), packed), "execute")
             self.check(lib.dnnl_stream_wait(stream), "stream_wait")
         finally:
             for mem in memories:
                 lib.dnnl_memory_destroy(mem)
             if single:
-                from .intra_op import THREADS
-
-                self._set_team(THREADS)
+                self._set_team(self.team)
 
 
 def _omp_setter():
@@ -261,16 +259,18 @@ def available():
 
 # ---- matrix products -------------------------------------------------------------------
 
-def _operand(m):
-    """(transpose flag, leading dimension) under which the library reads the 2-D float32
-    array ``m`` in place: rows or columns contiguous; None for any other layout."""
+def _in_place(m):
+    """``m`` and its strides in elements, as the library reads a 2-D float32 array in
+    place: rows or columns contiguous (a transposed view is read as it lies); any other
+    layout is copied first."""
     rows, cols = m.shape
-    row_step, col_step = (s // 4 for s in m.strides)
-    if m.strides[1] == 4 and row_step >= max(1, cols) and m.strides[0] % 4 == 0:
-        return b"N", row_step
-    if m.strides[0] == 4 and col_step >= max(1, rows) and m.strides[1] % 4 == 0:
-        return b"T", col_step  # a transposed view of a row-major matrix
-    return None
+    row_step, col_step = m.strides
+    if row_step % 4 == 0 and col_step % 4 == 0:
+        row_step, col_step = row_step // 4, col_step // 4
+        if (col_step == 1 and row_step >= max(1, cols)) or (row_step == 1 and col_step >= max(1, rows)):
+            return m, (row_step, col_step)
+    m = np.ascontiguousarray(m)
+    return m, (max(1, cols), 1)
 
 
 class _MatmulPrimitive:
@@ -319,15 +319,16 @@ def matmul(a, b, bias=None, relu=False):
     n = b.shape[1]
     if bias is not None and (bias.dtype != np.float32 or bias.shape != (n,)):
         return None
-    a, a_strides = _strides(a)
-    b, b_strides = _strides(b)
+    a, a_strides = _in_place(a)
+    b, b_strides = _in_place(b)
     key = (m, k, n, a_strides, b_strides, bias is not None, relu)
+    lib = library()
     prim = _matmuls.get(key, False)
     if prim is False:
-        library().stream()  # the team size first, as for the convolutions
+        lib.stream()  # the thread's team size first (see _Library.stream)
         with _primitives_lock:
             try:
-                prim = _MatmulPrimitive(library(), m, k, n, list(a_strides), list(b_strides),
+                prim = _MatmulPrimitive(lib, m, k, n, list(a_strides), list(b_strides),
                                         bias is not None, relu)
             except _Unimplemented:
                 prim = None
@@ -338,19 +339,8 @@ def matmul(a, b, bias=None, relu=False):
     args = [(_ARG_SRC, prim.a_md, a), (_ARG_WEIGHTS, prim.b_md, b), (_ARG_DST, prim.c_md, out)]
     if bias is not None:
         args.append((_ARG_BIAS, prim.bias_md, np.ascontiguousarray(bias)))
-    library().execute(prim.prim, args + prim.scratch.args())
+    lib.execute(prim.prim, args + prim.scratch.args())
     return out
-
-
-def _strides(m):
-    """``m`` (copied when neither its rows nor its columns are contiguous) and its strides
-    in elements."""
-    layout = _operand(m)
-    if layout is None:
-        m = np.ascontiguousarray(m)
-        layout = _operand(m)
-    flag, lead = layout
-    return m, ((lead, 1) if flag == b"N" else (1, lead))
 
 
 # ---- convolutions ---------------------------------------------------------------------
@@ -459,7 +449,7 @@ def _primitive(kind, g, bias=False, relu=False):
     except KeyError:
         pass
     lib = library()
-    lib.stream()  # this thread's team size first: a primitive splits its work for it
+    lib.stream()  # the thread's team size first (see _Library.stream)
     with _primitives_lock:
         if key not in _primitives:
             try:

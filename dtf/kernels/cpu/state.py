@@ -5,6 +5,7 @@ every read-modify-write holds the variable's lock so concurrent updates are neve
 """
 from __future__ import annotations
 
+import os
 
 import numpy as np
 
@@ -268,9 +269,12 @@ def _check_update_shape(node, var, x):
             f"{_fmt(var.shape)} {_fmt(x.shape)}")
 
 
-# Updates of at least this many elements run in slices over the intra-op threads: the MLP's
-# 1024 x 1024 gradient-descent update took 0.43 ms on one thread, 0.34 on two (median of 50).
-PARALLEL_UPDATE_MIN = 1 << 19
+# Updates of variables of at least this many elements run in slices over the intra-op
+# threads (gradient descent here, Adam in .adam_fast): they are bound by memory bandwidth,
+# which one core does not fill. The MLP's 1024 x 1024 gradient-descent update took 0.43 ms
+# on one thread and 0.34 on two (median of 50), the CNN's 3136 x 1024 Adam update 3.9 and
+# 2.7 (median of 30).
+PARALLEL_UPDATE_MIN = int(os.environ.get("DTF_UPDATE_PARALLEL_MIN", 1 << 19))
 
 
 def _numba_gradient_descent(node):

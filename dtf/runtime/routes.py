@@ -17,6 +17,8 @@ use its client, pool and liveness checks.
 """
 from __future__ import annotations
 
+import sys
+
 from dtf.framework import errors
 from dtf.wire import inprocess, transport
 
@@ -76,8 +78,14 @@ class WireRoute:
     def notify(self, msg):
         try:
             self._peers._pool.submit(self._quiet_call, msg)
-        except RuntimeError:  # the pool has shut down: this task is stopping
-            pass
+        except RuntimeError:  # the pool has shut down, or the interpreter is exiting
+            if sys.is_finalizing():
+                # Still tell the task (a session's __del__ at exit deregisters its
+                # graphs), without waiting for an answer no thread would read.
+                try:
+                    self._peers._send(self._task, self._address, msg)
+                except errors.OpError:
+                    pass
 
     def _quiet_call(self, msg):
         try:

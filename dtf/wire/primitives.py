@@ -163,6 +163,10 @@ class HandlerPool:
             if self._idle:
                 self._idle -= 1
             elif len(self._threads) < self._max:
+                if sys.is_finalizing():
+                    # A thread started now never runs (Thread.start would wait for it
+                    # forever): a session closed by its __del__ at exit gets here.
+                    raise RuntimeError(f"{self._name}: the interpreter is shutting down")
                 t = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads)}",
                                      daemon=True)
                 self._threads.append(t)

@@ -374,3 +374,31 @@ def test_timeline_of_a_two_task_step(make_cluster):
     arrows = [(lanes[starts[e["id"]]["pid"]], lanes[e["pid"]]) for e in events if e["ph"] == "f"]
     assert ("/job:local/replica:0/task:1/device:CPU:0 Compute",
             "/job:local/replica:0/task:0/device:CPU:0 Compute") in arrows
+
+
+WORKER_SCRIPT_LEAVING_ITS_SESSION_OPEN = """
+import sys
+import dtf as tf
+jobs = {"ps": [sys.argv[1]], "worker": [sys.argv[2]]}
+server = tf.train.Server(tf.train.ClusterSpec(jobs), job_name="worker", task_index=0)
+with tf.device("/job:ps/task:0"):
+    v = tf.Variable(1.0)
+sess = tf.Session(server.target)  # never closed: its __del__ closes it as Python exits
+sess.run(v.initializer)
+print(sess.run(v + 1.0), flush=True)
+"""
+
+
+def test_a_script_that_leaves_its_session_open_exits(make_cluster, tmp_path):
+    # The session's close at exit deregisters its graph on the ps from a pool thread,
+    # which Python no longer starts then: the script used to hang there for ever.
+    import subprocess
+
+    cl = make_cluster(ps=1, worker=1)
+    cl.start("ps", 0)
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER_SCRIPT_LEAVING_ITS_SESSION_OPEN)
+    out = subprocess.run([sys.executable, str(script), cl.jobs["ps"][0], cl.jobs["worker"][0]],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2.0"

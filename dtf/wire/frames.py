@@ -13,6 +13,7 @@ import select
 import zmq
 
 from . import lane as _lane
+from .spin import spin
 
 request_ids = itertools.count(1)
 
@@ -70,7 +71,8 @@ def poll_readable(items, timeout_ms) -> list:
         polled = [(obj, _POLLIN) for obj in items if type(obj) is not _Lane] + [
             (fd, _POLLIN) for fd in by_fd]
         out = []
-        for obj, _ in zmq.backend.zmq_poll(polled, timeout_ms):
+        fired = spin(lambda: zmq.backend.zmq_poll(polled, 0)) if timeout_ms else None
+        for obj, _ in fired or zmq.backend.zmq_poll(polled, timeout_ms):
             ln = by_fd.get(obj) if type(obj) is int else None
             if ln is None:
                 out.append(obj)
@@ -111,6 +113,9 @@ class LoopPoller:
                 if obj is not router:
                     self._sockets.append(obj)
 
+    def _poll_now(self):
+        return self._poll.poll(0)
+
     def poll(self, timeout_ms, router_used):
         """[(socket or descriptor, zmq-style events)], waiting up to ``timeout_ms``."""
         ready = [sock for sock in self._sockets if _has_input(sock)]
@@ -119,7 +124,10 @@ class LoopPoller:
             if _has_input(self._router):
                 ready.append(self._router)
         out = [(sock, _POLLIN) for sock in ready]
-        fired = self._poll.poll(0 if out else timeout_ms)
+        if out or not timeout_ms:
+            fired = self._poll.poll(0)
+        else:
+            fired = spin(self._poll_now) or self._poll.poll(timeout_ms)
         if not fired and not out and timeout_ms:
             # A quiet slice asks the router anyway: a use of it the loop failed to note
             # would then cost a delay, never a hang.

@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from . import limits
+from .spin import spin
 
 _COUNT = struct.Struct("<I")
 MAX_FRAMES = 1 << 16
@@ -272,7 +273,13 @@ class Lane:
         if self._poller is None:
             self._poller = select.poll()
             self._poller.register(self.fd, select.POLLIN)
+        poll_now = self._poll_now
+        if timeout_ms and spin(poll_now):
+            return True
         return bool(self._poller.poll(None if timeout_ms < 0 else timeout_ms))
+
+    def _poll_now(self):
+        return self._poller.poll(0)
 
     def take(self) -> list:
         return self.ready.popleft()

@@ -16,7 +16,7 @@ from dtf.framework import errors
 from dtf.framework.graph_def import node_def_of
 from dtf.runtime import master as _master
 from dtf.runtime.liveness import SilentPeer
-from dtf.wire import inprocess, transport
+from dtf.wire import inprocess, spin, transport
 from . import cluster_keys
 from .config import DeviceStepStats, NodeExecStats, RunOptions, describe_outputs
 
@@ -219,7 +219,11 @@ class RemoteBackend:
         msg = {"type": "RunStep", "session": self._session, "fetches": list(fetches),
                "feeds": dict(zip(feeds, feed_values)), "targets": list(targets),
                "timeout_ms": timeout_ms, "trace": trace}
-        reply = self._session_call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
+        spin.step_started()
+        try:
+            reply = self._session_call(msg, None if not timeout_ms else timeout_ms / 1000.0 + 5.0)
+        finally:
+            spin.step_ended()
         if trace:
             for dev in reply.get("stats", []):
                 run_metadata.step_stats.dev_stats.append(DeviceStepStats(device=dev["device"], node_stats=[

@@ -127,7 +127,7 @@ class LoopPoller:
         if out or not timeout_ms:
             fired = self._poll.poll(0)
         else:
-            fired = spin(self._poll_now) or self._poll.poll(timeout_ms)
+            fired = spin(self._poll_now, in_loop=True) or self._poll.poll(timeout_ms)
         if not fired and not out and timeout_ms:
             # A quiet slice asks the router anyway: a use of it the loop failed to note
             # would then cost a delay, never a hang.

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 
 import pytest
 
@@ -23,62 +24,92 @@ def _poller(sock):
     return lambda: p.poll(0)
 
 
+class _Always:
+    """A thread judgement that always spins."""
+
+    def should_spin(self):
+        return True
+
+    def spun(self, hit):
+        self.hit = hit
+
+
 @pytest.fixture
-def uncontended(monkeypatch):
-    monkeypatch.setattr(spin, "_contended", lambda: False)
+def spinning(monkeypatch):
+    state = _Always()
+    monkeypatch.setattr(spin, "_state", lambda: state)
     monkeypatch.setattr(spin, "SPIN_S", 0.0001)
+    monkeypatch.setattr(spin, "_steps", 0)
+    monkeypatch.setattr(spin, "_step_threads", {})
+    return state
 
 
-def test_a_message_already_there_is_answered_by_the_spin(pair, uncontended):
+def test_a_message_already_there_is_answered_by_the_spin(pair, spinning):
     a, b = pair
     b.send(b"x")
     assert spin.spin(_poller(a)) == [(a.fileno(), select.POLLIN)]
+    assert spinning.hit is True
 
 
-def test_a_spin_that_finds_nothing_ends_and_answers_nothing(pair, uncontended):
+def test_a_spin_that_finds_nothing_ends_and_answers_nothing(pair, spinning):
     a, _ = pair
     calls = []
     poll = _poller(a)
     assert not spin.spin(lambda: calls.append(1) or poll())
     assert len(calls) >= 1
+    assert spinning.hit is False
 
 
-def test_no_spin_when_turned_off_or_kept_from_a_cpu(pair, monkeypatch):
+def test_no_spin_when_turned_off(spinning, monkeypatch):
+    monkeypatch.setattr(spin, "SPIN_S", 0.0)
+    assert spin.spin(lambda: pytest.fail("polled")) is None
+
+
+def test_the_io_loop_does_not_spin_while_a_step_runs_in_its_process(spinning, monkeypatch, pair):
     a, b = pair
     b.send(b"x")
-    called = []
-    monkeypatch.setattr(spin, "SPIN_S", 0.0)
-    assert spin.spin(lambda: called.append(1)) is None
-    monkeypatch.setattr(spin, "SPIN_S", 0.0001)
-    monkeypatch.setattr(spin, "_contended", lambda: True)
-    assert spin.spin(lambda: called.append(1)) is None
-    assert called == []
+    monkeypatch.setattr(spin, "_steps", 1)
+    assert spin.spin(lambda: pytest.fail("polled"), in_loop=True) is None
+    assert spin.spin(_poller(a))  # the step's own thread may
+    monkeypatch.setattr(spin, "_steps", 2)
+    assert spin.spin(lambda: pytest.fail("polled")) is None
 
 
-def _write_schedstat(path, queued_ns):
-    path.write_text(f"123456 {queued_ns} 7\n")
+def test_a_step_thread_does_not_spin_while_another_thread_runs_steps(spinning):
+    other = threading.Thread(target=lambda: (spin.step_started(), spin.step_ended()))
+    other.start()
+    other.join()
+    spin.step_started()
+    try:
+        assert spin.spin(lambda: pytest.fail("polled")) is None
+    finally:
+        spin.step_ended()
 
 
-def test_a_thread_counts_as_contended_while_its_run_queue_time_grows(tmp_path, monkeypatch):
-    monkeypatch.setattr(spin, "LOOK_EVERY", 1)
-    stat = tmp_path / "schedstat"
-    _write_schedstat(stat, 0)
-    state = spin._ThreadContention(str(stat))
-    assert state.check() is False  # the first look only notes where it starts
-    _write_schedstat(stat, 10**9)  # a second spent waiting for a CPU since
-    assert state.check() is True
-    assert state.check() is False  # no more waiting since the last look
+def test_a_thread_preempted_often_stops_spinning(monkeypatch):
+    monkeypatch.setattr(spin, "LOOK_EVERY", 4)
+    count = [0]
+    state = spin._ThreadSpin(lambda: count[0])
+    assert all(state.should_spin() for _ in range(4))  # the first look notes the count
+    count[0] += 10  # preempted ten times in the next four waits
+    assert [state.should_spin() for _ in range(4)][-1] is False
+    assert [state.should_spin() for _ in range(4)][-1] is True  # none since
 
 
-def test_no_schedstat_means_no_spin(tmp_path):
-    state = spin._ThreadContention(str(tmp_path / "missing"))
-    assert state.check() is True
+def test_a_thread_whose_spins_miss_spins_only_on_probes(monkeypatch):
+    monkeypatch.setattr(spin, "LOOK_EVERY", 8)
+    monkeypatch.setattr(spin, "PROBE_EVERY", 4)
+    state = spin._ThreadSpin(lambda: 0)
+    for _ in range(7):
+        assert state.should_spin()
+        state.spun(False)
+    answers = [state.should_spin() for _ in range(8)]  # the look at wait 8 saw only misses
+    assert answers == [True, False, False, False, True, False, False, False]  # probes
+    state.spun(True)
+    state.spun(True)
+    assert all(state.should_spin() for _ in range(8))  # the probes caught their messages
 
 
-def test_this_threads_own_schedstat_is_readable_here():
-    state = spin._ThreadContention()
-    if state.fd is None:
-        pytest.skip("no /proc/thread-self/schedstat on this kernel")
-    for _ in range(spin.LOOK_EVERY * 2):
-        state.check()
-    assert state.last is not None
+def test_no_way_to_count_preemptions_means_no_spin():
+    state = spin._ThreadSpin(None)
+    assert not any(state.should_spin() for _ in range(100))

@@ -385,6 +385,25 @@ def _reading_variables(compute, positions):
     return run
 
 
+def _dropping_reads(steps, read_slots):
+    """The steps, those that consume a variable's value read for them alone (a ``_deref``
+    step's slot, one consumer each) made to empty that slot once they have run: else the
+    slot held the variable's array until the step ended, and an update later in the step
+    (ApplyAdam on a dense layer) had to write a fresh copy instead of the array itself."""
+    readers: dict = {}
+    for st in steps:
+        for s in st.ins:
+            if s in read_slots:
+                readers[s] = readers.get(s, 0) + 1
+    out = []
+    for st in steps:
+        drops = tuple(s for s in st.ins if readers.get(s) == 1)
+        if drops and st.compute is not _deref:
+            st = Step(st.compute, st.ins, st.out, st.nout, st.node, keep=st.keep, drops=drops)
+        out.append(st)
+    return out
+
+
 def _drop_unread_outputs(steps, fetch_slots):
     """The steps, those whose outputs no step reads and no fetch names made to drop them
     (Step ``keep``): the ops run for their effect alone (updates under a train op's
@@ -645,5 +664,6 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
              for st in fusion.fuse(steps, feed_slots, fetch_slots, device_type)]
     steps, constants = _split_constants(_drop_unread_outputs(steps, fetch_slots),
                                         fold=device_type == "CPU")
+    steps = _dropping_reads(steps, {st.out for st in steps if st.compute is _deref})
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking,
                 constants)

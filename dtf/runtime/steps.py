@@ -29,18 +29,26 @@ class Step:
     kernel returns instead of holding it in a slot until the step ends. A row update
     (ScatterSub, SparseApply*) returns its variable's whole array, and a slot holding it
     made the next concurrent update of that table, from another worker's step, copy it.
+
+    ``drops``: input slots the call empties once the kernel has run (a variable's value
+    read for this step alone, see executor.build_plan): an update that finds nothing else
+    holding the variable's array may then write it in place.
     """
 
-    __slots__ = ("compute", "ins", "out", "nout", "node", "call", "keep")
+    __slots__ = ("compute", "ins", "out", "nout", "node", "call", "keep", "drops")
 
-    def __init__(self, compute, ins, out, nout, node, keep=True):
+    def __init__(self, compute, ins, out, nout, node, keep=True, drops=()):
         self.compute = compute
         self.ins = ins
         self.out = out
         self.nout = nout
         self.node = node
         self.keep = keep
-        self.call = _slot_call(compute, ins, out, nout if keep else 0)
+        self.drops = drops
+        call = _slot_call(compute, ins, out, nout if keep else 0)
+        if drops:
+            call = _dropping(call, drops)
+        self.call = call
 
     def failure(self, e, ctx, vals) -> errors.OpError:
         """``e`` raised by the kernel, as the tf.errors class naming the node and its inputs."""
@@ -57,6 +65,15 @@ class Step:
 
     def __repr__(self):
         return f"Step({self.node.name} ({self.node.op}): {list(self.ins)} -> {self.out}+{self.nout})"
+
+
+def _dropping(call, drops):
+    def call_and_drop(ctx, vals):
+        call(ctx, vals)
+        for slot in drops:
+            vals[slot] = None
+
+    return call_and_drop
 
 
 def _slot_call(compute, ins, out, nout):

@@ -1,8 +1,12 @@
 """Stateful resources (variables) held in named containers.
 
-A variable's value is replaced, never mutated in place, on every assignment: readers
-that already hold the previous array (a fetch, a send in flight) keep a consistent
-snapshot, and concurrent writers (asynchronous training) never tear a tensor.
+A variable's value is replaced on every assignment, so readers that already hold the
+previous array (a fetch, a send in flight, a value read earlier in the step) keep a
+consistent snapshot. The one exception is ApplyAdam (dtf/kernels/cpu/adam_fast.py), which
+writes the variable's and its slots' arrays in place when nothing but the variables
+holds them, as TensorFlow's kernel always does: a reader that starts during such an
+update may see part of it, as in TensorFlow. Updates hold the variables' locks, so
+concurrent writers (asynchronous training) never tear a tensor.
 """
 from __future__ import annotations
 

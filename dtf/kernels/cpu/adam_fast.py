@@ -1,11 +1,14 @@
-"""ApplyAdam as one Numba pass that writes into the arrays the previous step replaced.
+"""ApplyAdam as one Numba pass, in place when nothing else holds the arrays.
 
 The numpy update (.state) makes about ten passes over the variable and allocates five
 arrays of its size every step; for the CNN's 3136 x 1024 dense layer that was 20-40 ms of
 a step (most of it page faults of fresh 12.8 MB arrays), against about 3 ms for one pass.
-Variables still get new arrays each step (a value read earlier in the step, or fetched,
-never changes under its holder): the arrays the update replaced become the next step's
-outputs once nothing else refers to them.
+A value read earlier in the step, fetched, or on its way to another task never changes
+under its holder: when anything but the variables themselves refers to the variable's,
+m's or v's array, the update writes new arrays (the ones the previous such update
+replaced, once nothing refers to them). Otherwise it writes var, m and v where they are,
+as TensorFlow's kernel does: four streams over memory instead of seven, which for that
+dense layer took 2.0 instead of 4.4 ms on one core.
 """
 from __future__ import annotations
 
@@ -29,6 +32,35 @@ def _jit():
     return adam_jit
 
 
+def _refcounts(arrays) -> list:
+    return [sys.getrefcount(a) for a in arrays]
+
+
+class _Holder:
+    __slots__ = ("value",)
+
+
+def _own_references() -> int:
+    """What _refcounts says of an array held only as a variable holds it (an attribute)
+    and by one local name, as ``compute`` below holds var, m and v: measured, not
+    assumed, since the count differs between Python versions."""
+    holder = _Holder()
+    holder.value = np.empty(1)
+    value = holder.value
+    return _refcounts((value,))[0]
+
+
+_OWN_REFERENCES = _own_references()
+
+
+def _unshared(arrays) -> bool:
+    """Whether each array is referred to only by its variable and the update, owns its
+    memory (no view of a received frame or of another array) and may be written."""
+    if any(n != _OWN_REFERENCES for n in _refcounts(arrays)):
+        return False
+    return all(a.flags.owndata and a.flags.writeable and a.flags.c_contiguous for a in arrays)
+
+
 class _Spares:
     """The three arrays one update replaced, reused when no one else holds them."""
 
@@ -44,6 +76,9 @@ class _Spares:
 
     def keep(self, arrays):
         self._arrays = arrays
+
+    def drop(self):
+        self._arrays = None
 
 
 def _over_pieces(update, flat, scalars):
@@ -66,7 +101,7 @@ def _over_pieces(update, flat, scalars):
 def _fast_adam(node):
     nesterov = bool(node.attrs.get("use_nesterov", False))
     spares = _Spares()
-    adam_into = _jit().adam_into
+    adam_into, adam_in_place = _jit().adam_into, _jit().adam_in_place
 
     def compute(ctx, var_ref, m_ref, v_ref, beta1_power, beta2_power, lr, beta1, beta2,
                 epsilon, grad):
@@ -82,10 +117,15 @@ def _fast_adam(node):
             b1p, b2p, lr, b1, b2, eps = (np.asarray(x, dtype=dt) for x in
                                          (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
             lr_t = lr * np.sqrt(1 - b2p) / (1 - b1p)  # as the numpy update computes it
+            scalars = (dt.type(lr_t), dt.type(1 - b1), dt.type(1 - b2), dt.type(eps), nesterov)
+            if grad.dtype == dt and _unshared((var, m, v)):
+                flat = [a.reshape(-1) for a in (var, m, v)] + [np.ascontiguousarray(grad).reshape(-1)]
+                _over_pieces(adam_in_place, flat, scalars)
+                spares.drop()  # no longer needed: memory back
+                return var_ref.value
             outs = spares.take(var.shape, dt)
             flat = [np.ascontiguousarray(a).reshape(-1) for a in (var, m, v, grad)]
             flat += [o.reshape(-1) for o in outs]
-            scalars = (dt.type(lr_t), dt.type(1 - b1), dt.type(1 - b2), dt.type(eps), nesterov)
             _over_pieces(adam_into, flat, scalars)
             for r, new in zip(refs, outs):
                 r.value = new

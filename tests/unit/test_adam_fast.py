@@ -110,11 +110,11 @@ def test_adam_never_writes_into_a_view_or_a_read_only_array():
 
 def test_a_training_step_lets_adam_update_in_place_and_fetched_values_stay(monkeypatch):
     import dtf as tf
-    from dtf.kernels.cpu import adam_fast
+    from dtf.kernels.cpu import in_place
 
     chosen = []
-    unshared = adam_fast._unshared
-    monkeypatch.setattr(adam_fast, "_unshared", lambda arrays: chosen.append(unshared(arrays))
+    unshared = in_place.unshared
+    monkeypatch.setattr(in_place, "unshared", lambda arrays: chosen.append(unshared(arrays))
                         or chosen[-1])
     _loaded_fast(_node(np.float32, False))
     g = tf.Graph()

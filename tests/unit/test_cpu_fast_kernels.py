@@ -369,6 +369,27 @@ def test_apply_gradient_descent(dtype):
     np.testing.assert_array_equal(k(None, ref, alpha, wide[:, ::2]), out - alpha * wide[:, ::2])
 
 
+@pytest.mark.parametrize("shape", [(3, 4), (1024, 600)])  # one slice, and slices on threads
+def test_apply_gradient_descent_writes_in_place_what_nothing_else_holds(shape):
+    from dtf.kernels.cpu import jit_loading
+
+    jit_loading.start()
+    assert jit_loading.wait(120)
+    k = kernel("ApplyGradientDescent", {"T": F32})
+    alpha, delta = np.array(0.1, np.float32), RNG.normal(size=shape).astype(np.float32)
+    ref = _variable(RNG.normal(size=shape).astype(np.float32))
+    expected = ref.value - alpha * delta
+    before = id(ref.value)  # an id: holding the array would share it
+    out = k(None, ref, alpha, delta)
+    assert id(out) == before and out is ref.value
+    np.testing.assert_array_equal(out, expected)
+    held = ref.value  # a reader now holds it: the next update replaces it
+    kept = held.copy()
+    k(None, ref, alpha, delta)
+    assert ref.value is not held
+    np.testing.assert_array_equal(held, kept)
+
+
 def test_apply_gradient_descent_shape_mismatch():
     k = kernel("ApplyGradientDescent", {"T": F32})
     ref = _variable(np.zeros((2, 2), np.float32))

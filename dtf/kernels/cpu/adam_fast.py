@@ -18,7 +18,7 @@ import numpy as np
 
 from dtf.framework import dtypes, errors
 from dtf.kernels.registry import register_kernel
-from . import state
+from . import in_place, state
 from .elementwise import over_slices
 from .jit_loading import run_stand_in, when_loaded
 from .state import UPDATES, _apply_factory, _fmt, _locked
@@ -30,35 +30,6 @@ def _jit():
     from . import adam_jit
 
     return adam_jit
-
-
-def _refcounts(arrays) -> list:
-    return [sys.getrefcount(a) for a in arrays]
-
-
-class _Holder:
-    __slots__ = ("value",)
-
-
-def _own_references() -> int:
-    """What _refcounts says of an array held only as a variable holds it (an attribute)
-    and by one local name, as ``compute`` below holds var, m and v: measured, not
-    assumed, since the count differs between Python versions."""
-    holder = _Holder()
-    holder.value = np.empty(1)
-    value = holder.value
-    return _refcounts((value,))[0]
-
-
-_OWN_REFERENCES = _own_references()
-
-
-def _unshared(arrays) -> bool:
-    """Whether each array is referred to only by its variable and the update, owns its
-    memory (no view of a received frame or of another array) and may be written."""
-    if any(n != _OWN_REFERENCES for n in _refcounts(arrays)):
-        return False
-    return all(a.flags.owndata and a.flags.writeable and a.flags.c_contiguous for a in arrays)
 
 
 class _Spares:
@@ -118,7 +89,7 @@ def _fast_adam(node):
                                          (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
             lr_t = lr * np.sqrt(1 - b2p) / (1 - b1p)  # as the numpy update computes it
             scalars = (dt.type(lr_t), dt.type(1 - b1), dt.type(1 - b2), dt.type(eps), nesterov)
-            if grad.dtype == dt and _unshared((var, m, v)):
+            if grad.dtype == dt and in_place.unshared((var, m, v)):
                 flat = [a.reshape(-1) for a in (var, m, v)] + [np.ascontiguousarray(grad).reshape(-1)]
                 _over_pieces(adam_in_place, flat, scalars)
                 spares.drop()  # no longer needed: memory back

@@ -41,3 +41,11 @@ def _sub_scaled_into(v, alpha, d, o):
     """o = v - alpha * d over flat arrays (one slice of a large update)."""
     for i in range(v.size):
         o[i] = v[i] - alpha * d[i]
+
+
+@njit(**_JIT)
+def _sub_scaled_in_place(v, alpha, d):
+    """v = v - alpha * d over flat arrays, in place: _sub_scaled_into handed v as its
+    output fails LLVM's overlap check and runs unvectorized."""
+    for i in range(v.size):
+        v[i] = v[i] - alpha * d[i]

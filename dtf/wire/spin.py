@@ -3,7 +3,7 @@
 On a virtual machine a message to a sleeping process costs its sender the wake-up of an
 idle CPU and its receiver a cold start: 27-32 us per hop of a cross-task step, a third of
 a small step. A waiting thread that keeps polling without blocking for ``DTF_SPIN_US``
-(default 100) first is still running when its message lands. Spinning is worth it only
+(default 250) first is still running when its message lands. Spinning is worth it only
 where that CPU time is free and the message usually comes within the spin, so a thread
 stops spinning (looking again every LOOK_EVERY waits) while
 
@@ -24,7 +24,7 @@ import resource
 import threading
 import time
 
-SPIN_S = max(0.0, float(os.environ.get("DTF_SPIN_US", "100"))) / 1e6
+SPIN_S = max(0.0, float(os.environ.get("DTF_SPIN_US", "250"))) / 1e6
 # Preemptions per wait above which a thread counts as kept from a CPU.
 PREEMPTIONS_LIMIT = 0.1
 # The share of spins that must catch their message for a thread to go on spinning.

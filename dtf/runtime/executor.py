@@ -398,7 +398,7 @@ def _dropping_reads(steps, read_slots):
     out = []
     for st in steps:
         drops = tuple(s for s in st.ins if readers.get(s) == 1)
-        if drops and st.compute is not _deref:
+        if drops:
             st = Step(st.compute, st.ins, st.out, st.nout, st.node, keep=st.keep, drops=drops)
         out.append(st)
     return out

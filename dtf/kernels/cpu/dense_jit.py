@@ -29,16 +29,8 @@ def _sum_middle(x):
 
 
 @njit(**_JIT)
-def _sub_scaled(var, alpha, delta):
-    """var - alpha * delta for same-shape contiguous arrays, alpha a scalar of their dtype."""
-    out = np.empty(var.shape, var.dtype)
-    _sub_scaled_into(var.reshape(-1), alpha, delta.reshape(-1), out.reshape(-1))
-    return out
-
-
-@njit(**_JIT)
 def _sub_scaled_into(v, alpha, d, o):
-    """o = v - alpha * d over flat arrays (one slice of a large update)."""
+    """o = v - alpha * d over flat arrays, alpha a scalar of their dtype."""
     for i in range(v.size):
         o[i] = v[i] - alpha * d[i]
 

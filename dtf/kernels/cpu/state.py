@@ -15,7 +15,7 @@ from dtf.kernels.registry import register_kernel
 from dtf.state import checkpoint_io
 from dtf.state.resources import as_array
 
-from . import in_place, jit_loading
+from . import in_place
 from .jit_loading import run_stand_in, when_loaded
 
 
@@ -279,10 +279,11 @@ PARALLEL_UPDATE_MIN = int(os.environ.get("DTF_UPDATE_PARALLEL_MIN", 1 << 19))
 
 
 def _numba_gradient_descent(node):
-    """(update, in_place): ``update(var, alpha, delta)`` gives var - alpha * delta in one
-    Numba pass for float32/64 variables (numpy otherwise); ``in_place(var, alpha,
-    delta)`` writes it into var when it can and says whether it did (never before the
-    loops have loaded, nor for other dtypes, broadcast deltas or non-scalar rates)."""
+    """(update, write_in_place): ``update(var, alpha, delta)`` gives var - alpha * delta
+    in one Numba pass for float32/64 variables (numpy otherwise, and until the loops have
+    loaded); ``write_in_place(var, alpha, delta)`` writes it into var when the loops can
+    and says whether it did (None for other dtypes). Outputs are allocated here, not in
+    Numba, so that they own their memory and the next update may write them in place."""
     def with_numpy(var, alpha, delta):
         return _gradient_descent(None, var, alpha, delta)[0]
 
@@ -290,55 +291,46 @@ def _numba_gradient_descent(node):
         return with_numpy, None
     dtype = np.dtype(node.attrs["T"].as_numpy_dtype)
 
-    def with_numba():
-        from .dense_jit import _sub_scaled, _sub_scaled_in_place, _sub_scaled_into
-        from .elementwise import over_slices
+    def fits(var, alpha, delta):
+        return var.dtype == dtype and alpha.ndim == 0 and delta.shape == var.shape
 
-        def fits(var, alpha, delta):
-            return var.dtype == dtype and alpha.ndim == 0 and delta.shape == var.shape
+    def sliced(loop, v, a, *arrays):
+        """``loop(v, a, *arrays)`` over flat arrays; large ones in slices on the intra-op
+        threads (bandwidth, as for Adam in .adam_fast)."""
+        if v.size < PARALLEL_UPDATE_MIN:
+            loop(v, a, *arrays)
+        else:
+            from .elementwise import over_slices
+
+            over_slices(lambda s0, s1: loop(v[s0:s1], a, *(x[s0:s1] for x in arrays)), v.size)
+
+    def fast_update():
+        from .dense_jit import _sub_scaled_into
 
         def update(var, alpha, delta):
             if not fits(var, alpha, delta):
                 return with_numpy(var, alpha, delta)
-            var, delta, a = np.ascontiguousarray(var), np.ascontiguousarray(delta), alpha[()]
-            if var.size < PARALLEL_UPDATE_MIN:
-                return _sub_scaled(var, a, delta)
-            # Large: slices on the intra-op threads (bandwidth, as for Adam in .adam_fast)
             out = np.empty(var.shape, var.dtype)
-            v, d, o = var.reshape(-1), delta.reshape(-1), out.reshape(-1)
-            over_slices(lambda s0, s1: _sub_scaled_into(v[s0:s1], a, d[s0:s1], o[s0:s1]), v.size)
+            sliced(_sub_scaled_into, np.ascontiguousarray(var).reshape(-1), alpha[()],
+                   np.ascontiguousarray(delta).reshape(-1), out.reshape(-1))
             return out
+
+        return update
+
+    def fast_in_place():
+        from .dense_jit import _sub_scaled_in_place
 
         def write_in_place(var, alpha, delta):
             if not fits(var, alpha, delta):
                 return False
-            v, d, a = var.reshape(-1), np.ascontiguousarray(delta).reshape(-1), alpha[()]
-            if v.size < PARALLEL_UPDATE_MIN:
-                _sub_scaled_in_place(v, a, d)
-            else:
-                over_slices(lambda s0, s1: _sub_scaled_in_place(v[s0:s1], a, d[s0:s1]), v.size)
+            sliced(_sub_scaled_in_place, var.reshape(-1), alpha[()],
+                   np.ascontiguousarray(delta).reshape(-1))
             return True
 
-        return update, write_in_place
+        return write_in_place
 
-    made = []  # the loops' (update, write_in_place), once they have loaded
-
-    def loops():
-        if not made and jit_loading.loaded():
-            made.append(with_numba())
-        return made[0] if made else None
-
-    def update(var, alpha, delta):
-        kernels = loops()
-        if kernels is None:
-            return run_stand_in(with_numpy, var, alpha, delta)
-        return kernels[0](var, alpha, delta)
-
-    def write_in_place(var, alpha, delta):
-        kernels = loops()
-        return kernels is not None and kernels[1](var, alpha, delta)
-
-    return update, write_in_place
+    return (when_loaded(fast_update, lambda *args: run_stand_in(with_numpy, *args)),
+            when_loaded(fast_in_place, lambda *args: False))
 
 
 @register_kernel("ApplyGradientDescent", "CPU", host=True)

@@ -273,8 +273,7 @@ class Lane:
         if self._poller is None:
             self._poller = select.poll()
             self._poller.register(self.fd, select.POLLIN)
-        poll_now = self._poll_now
-        if timeout_ms and spin(poll_now):
+        if timeout_ms and spin(self._poll_now):
             return True
         return bool(self._poller.poll(None if timeout_ms < 0 else timeout_ms))
 

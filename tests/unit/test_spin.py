@@ -4,6 +4,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
+import time
 
 import pytest
 
@@ -30,7 +31,7 @@ class _Always:
     def should_spin(self):
         return True
 
-    def spun(self, hit):
+    def spun(self, hit, starved):
         self.hit = hit
 
 
@@ -86,30 +87,68 @@ def test_a_step_thread_does_not_spin_while_another_thread_runs_steps(spinning):
         spin.step_ended()
 
 
-def test_a_thread_preempted_often_stops_spinning(monkeypatch):
-    monkeypatch.setattr(spin, "LOOK_EVERY", 4)
-    count = [0]
-    state = spin._ThreadSpin(lambda: count[0])
-    assert all(state.should_spin() for _ in range(4))  # the first look notes the count
-    count[0] += 10  # preempted ten times in the next four waits
-    assert [state.should_spin() for _ in range(4)][-1] is False
-    assert [state.should_spin() for _ in range(4)][-1] is True  # none since
+def test_a_spin_yields_its_cpu_between_polls(pair, spinning, monkeypatch):
+    a, b = pair
+    polls, yields = [], []
+    poll = _poller(a)
+
+    def poll_now():
+        polls.append(1)
+        if len(polls) == 3:
+            b.send(b"x")
+        return poll()
+
+    monkeypatch.setattr(spin, "SPIN_S", 5.0)
+    monkeypatch.setattr(spin, "_yield_cpu", lambda: yields.append(len(polls)))
+    assert spin.spin(poll_now)
+    assert yields == [1, 2]  # after each poll that found nothing, none after the hit
+
+
+def test_no_spin_where_a_thread_cannot_yield(spinning, monkeypatch):
+    monkeypatch.setattr(spin, "_yield_cpu", None)
+    assert spin.spin(lambda: pytest.fail("polled")) is None
 
 
 def test_a_thread_whose_spins_miss_spins_only_on_probes(monkeypatch):
     monkeypatch.setattr(spin, "LOOK_EVERY", 8)
     monkeypatch.setattr(spin, "PROBE_EVERY", 4)
-    state = spin._ThreadSpin(lambda: 0)
+    state = spin._ThreadSpin()
     for _ in range(7):
         assert state.should_spin()
-        state.spun(False)
+        state.spun(False, False)
     answers = [state.should_spin() for _ in range(8)]  # the look at wait 8 saw only misses
     assert answers == [True, False, False, False, True, False, False, False]  # probes
-    state.spun(True)
-    state.spun(True)
+    state.spun(True, False)
+    state.spun(True, False)
     assert all(state.should_spin() for _ in range(8))  # the probes caught their messages
 
 
-def test_no_way_to_count_preemptions_means_no_spin():
-    state = spin._ThreadSpin(None)
-    assert not any(state.should_spin() for _ in range(100))
+def test_a_spin_that_lost_its_cpu_for_long_counts_as_starved(pair, spinning, monkeypatch):
+    a, b = pair
+    poll = _poller(a)
+    seen = []
+    spinning.spun = lambda hit, starved: seen.append((hit, starved))
+    monkeypatch.setattr(spin, "SPIN_S", 5.0)
+    # The yield returns only after others held the CPU for 2 ms; the message came meanwhile.
+    monkeypatch.setattr(spin, "_yield_cpu", lambda: (time.sleep(2 * spin.STARVED_S), b.send(b"x")))
+    assert spin.spin(poll)
+    assert seen == [(True, True)]
+    seen.clear()
+    monkeypatch.setattr(spin, "_yield_cpu", lambda: b.send(b"x"))
+    a.recv(1)
+    assert spin.spin(poll)
+    assert seen == [(True, False)]
+
+
+def test_a_thread_whose_spins_starve_spins_only_on_probes(monkeypatch):
+    monkeypatch.setattr(spin, "LOOK_EVERY", 8)
+    monkeypatch.setattr(spin, "PROBE_EVERY", 4)
+    state = spin._ThreadSpin()
+    for i in range(7):
+        assert state.should_spin()
+        state.spun(True, i == 0)  # one in seven: more than one in ten
+    answers = [state.should_spin() for _ in range(8)]
+    assert answers == [True, False, False, False, True, False, False, False]
+    state.spun(True, False)
+    state.spun(True, False)
+    assert all(state.should_spin() for _ in range(8))  # the probes kept their CPU

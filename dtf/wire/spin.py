@@ -18,12 +18,13 @@ waits, on what those probes find) while
   threads it yielded to kept the CPU that long, so its message, when it came, waited for
   their time slice to end, where a sleeping thread woken by it would have run at once
   (two workers and their ps training a CNN on two cores: half of a worker's spins took
-  over 1 ms; the cross-task step's and the MLP training's under 1%);
-- another thread of its process runs session steps too: a spinning thread holds the GIL
-  but for its polls' system calls. A server's I/O thread spins only while no session
-  step is under way in its process; a thread waiting inside a step only while it is the
-  one thread that ran steps lately (a synchronous chief runs its queue runner's steps
-  beside its training loop's).
+  over 1 ms; the cross-task step's and the MLP training's under 1%).
+
+It does not spin at all while another thread of its process runs session steps too: a
+spinning thread holds the GIL but for its polls' and yields' system calls. A server's I/O
+thread spins only while no session step is under way in its process; a thread waiting
+inside a step only while it is the one thread that ran steps lately (a synchronous chief
+runs its queue runner's steps beside its training loop's).
 """
 from __future__ import annotations
 

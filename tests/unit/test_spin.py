@@ -109,18 +109,22 @@ def test_no_spin_where_a_thread_cannot_yield(spinning, monkeypatch):
     assert spin.spin(lambda: pytest.fail("polled")) is None
 
 
-def test_a_thread_whose_spins_miss_spins_only_on_probes(monkeypatch):
+@pytest.mark.parametrize("window", [
+    [(False, False)] * 7,  # every spin missed
+    [(True, i == 0) for i in range(7)],  # one starved in seven: more than one in ten
+], ids=["missing", "starved"])
+def test_a_thread_whose_spins_are_wasted_spins_only_on_probes(monkeypatch, window):
     monkeypatch.setattr(spin, "LOOK_EVERY", 8)
     monkeypatch.setattr(spin, "PROBE_EVERY", 4)
     state = spin._ThreadSpin()
-    for _ in range(7):
+    for hit, starved in window:
         assert state.should_spin()
-        state.spun(False, False)
-    answers = [state.should_spin() for _ in range(8)]  # the look at wait 8 saw only misses
+        state.spun(hit, starved)
+    answers = [state.should_spin() for _ in range(8)]  # the look at wait 8 judged the window
     assert answers == [True, False, False, False, True, False, False, False]  # probes
     state.spun(True, False)
     state.spun(True, False)
-    assert all(state.should_spin() for _ in range(8))  # the probes caught their messages
+    assert all(state.should_spin() for _ in range(8))  # the probes caught their messages in time
 
 
 def test_a_spin_that_lost_its_cpu_for_long_counts_as_starved(pair, spinning, monkeypatch):
@@ -129,7 +133,8 @@ def test_a_spin_that_lost_its_cpu_for_long_counts_as_starved(pair, spinning, mon
     seen = []
     spinning.spun = lambda hit, starved: seen.append((hit, starved))
     monkeypatch.setattr(spin, "SPIN_S", 5.0)
-    # The yield returns only after others held the CPU for 2 ms; the message came meanwhile.
+    # The yield returns only after others held the CPU for twice STARVED_S; the
+    # message came meanwhile.
     monkeypatch.setattr(spin, "_yield_cpu", lambda: (time.sleep(2 * spin.STARVED_S), b.send(b"x")))
     assert spin.spin(poll)
     assert seen == [(True, True)]
@@ -138,17 +143,3 @@ def test_a_spin_that_lost_its_cpu_for_long_counts_as_starved(pair, spinning, mon
     a.recv(1)
     assert spin.spin(poll)
     assert seen == [(True, False)]
-
-
-def test_a_thread_whose_spins_starve_spins_only_on_probes(monkeypatch):
-    monkeypatch.setattr(spin, "LOOK_EVERY", 8)
-    monkeypatch.setattr(spin, "PROBE_EVERY", 4)
-    state = spin._ThreadSpin()
-    for i in range(7):
-        assert state.should_spin()
-        state.spun(True, i == 0)  # one in seven: more than one in ten
-    answers = [state.should_spin() for _ in range(8)]
-    assert answers == [True, False, False, False, True, False, False, False]
-    state.spun(True, False)
-    state.spun(True, False)
-    assert all(state.should_spin() for _ in range(8))  # the probes kept their CPU

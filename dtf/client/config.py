@@ -123,7 +123,10 @@ def describe_outputs(shapes, dtype_names, allocator="cpu"):
     for slot, (shape, name) in enumerate(zip(shapes, dtype_names or ())):
         try:
             dtype = dtypes.as_dtype(name).base_dtype
+            enum = datatype_enum(dtype)
         except TypeError:  # a variable's handle: no tensor of its own
+            continue
+        except ValueError:  # a type of dtf's own (a loop's records for its gradient), not TF's
             continue
         n = 1
         for d in shape:
@@ -131,7 +134,7 @@ def describe_outputs(shapes, dtype_names, allocator="cpu"):
         size = n * dtype.size
         total += size
         outputs.append(NodeOutput(slot=slot, tensor_description=TensorDescription(
-            dtype=datatype_enum(dtype), shape=TensorShape(dim=[TensorShapeDim(size=int(d)) for d in shape]),
+            dtype=enum, shape=TensorShape(dim=[TensorShapeDim(size=int(d)) for d in shape]),
             allocation_description=AllocationDescription(requested_bytes=size, allocated_bytes=size,
                                                          allocator_name=allocator))))
     memory = [AllocatorMemoryUsed(allocator_name=allocator, total_bytes=total, peak_bytes=total)] \

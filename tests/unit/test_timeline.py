@@ -107,3 +107,19 @@ def test_a_local_sessions_traced_step():
     ops = {e["args"]["name"]: e for e in events if e["ph"] == "X"}
     assert {"a", "c"} <= set(ops)  # (b may run fused into c)
     assert ops["c"]["name"] == "Add" and [ops["c"]["args"][k] for k in ("input0", "input1")] == ["a", "b"]
+
+
+def test_a_traced_step_with_a_loop_and_its_gradient():
+    # A while loop's gradient keeps records of its iterations, an output type TF has no
+    # DataType for: the step stats describe the other outputs and the trace still renders.
+    x = tf.constant([1.0, 2.0], name="x")
+    _, y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x), [tf.constant(0), x])
+    (dx,) = tf.gradients(tf.reduce_sum(y), [x])
+    md = tf.RunMetadata()
+    with tf.Session() as sess:
+        got = sess.run(dx, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    assert got.tolist() == [4.0, 32.0]  # d(x^4)/dx
+    nodes = [s for dev in md.step_stats.dev_stats for s in dev.node_stats]
+    assert nodes and all(o.tensor_description.dtype > 0 for s in nodes for o in s.output)
+    assert any(s.output for s in nodes)
+    check_chrome_trace(tf.client.timeline.Timeline(md.step_stats).generate_chrome_trace_format())

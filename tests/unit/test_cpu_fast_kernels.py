@@ -322,6 +322,30 @@ def test_sparse_xent_matches_reference(dtype, label_dtype):
     assert empty[0].shape == (0,) and empty[1].shape == (0, 5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 256), (7, 301), (700, 1000), (3, 5001)])
+def test_wide_sparse_xent_in_row_blocks_matches_reference(dtype, shape, monkeypatch):
+    from dtf.kernels.cpu import nn as cpu_nn
+
+    monkeypatch.setattr(cpu_nn, "BLOCK_BYTES", 3 * 301 * 4)  # several blocks, a short last one
+    logits = (RNG.normal(size=shape) * 5).astype(dtype)
+    logits[0, :7] = 80.0  # large logits: the shift keeps exp finite
+    labels = RNG.integers(0, shape[1], shape[0]).astype(np.int64)
+    k = kernel("SparseSoftmaxCrossEntropyWithLogits", {"T": dtypes.as_dtype(dtype)})
+    for lg in (logits, strided(shape, dtype)):
+        got = k(None, lg, labels)
+        want = REFERENCE["SparseSoftmaxCrossEntropyWithLogits"]({}, lg, labels)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("labels", [ints(0, 300), ints(-1, 0), ints(299, 300, dtype=np.int64)])
+def test_wide_sparse_xent_label_out_of_range(labels):
+    check_same_error("SparseSoftmaxCrossEntropyWithLogits", {"T": F32},
+                     np.zeros((2, 300), np.float32), labels)
+
+
 @pytest.mark.parametrize("labels", [ints(0, 5), ints(-1, 0), ints(3, 0, dtype=np.int64)])
 def test_sparse_xent_label_out_of_range(labels):
     check_same_error("SparseSoftmaxCrossEntropyWithLogits", {"T": F32},

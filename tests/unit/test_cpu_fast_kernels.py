@@ -322,12 +322,22 @@ def test_sparse_xent_matches_reference(dtype, label_dtype):
     assert empty[0].shape == (0,) and empty[1].shape == (0, 5)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(1, 256), (7, 301), (700, 1000), (3, 5001)])
-def test_wide_sparse_xent_in_row_blocks_matches_reference(dtype, shape, monkeypatch):
+@pytest.fixture
+def wide_rows_in_blocks(monkeypatch):
+    """Every row of 256 classes or more takes the blocked path, in several blocks of rows
+    with a short last one."""
     from dtf.kernels.cpu import nn as cpu_nn
 
-    monkeypatch.setattr(cpu_nn, "BLOCK_BYTES", 3 * 301 * 4)  # several blocks, a short last one
+    monkeypatch.setattr(cpu_nn, "WIDE_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_nn, "BLOCK_BYTES", 3 * 301 * 4)
+
+
+WIDE_SHAPES = [(1, 256), (7, 301), (700, 1000), (3, 5001)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", WIDE_SHAPES)
+def test_wide_sparse_xent_in_row_blocks_matches_reference(dtype, shape, wide_rows_in_blocks):
     logits = (RNG.normal(size=shape) * 5).astype(dtype)
     logits[0, :7] = 80.0  # large logits: the shift keeps exp finite
     labels = RNG.integers(0, shape[1], shape[0]).astype(np.int64)
@@ -340,8 +350,26 @@ def test_wide_sparse_xent_in_row_blocks_matches_reference(dtype, shape, monkeypa
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", WIDE_SHAPES)
+def test_wide_dense_xent_in_row_blocks_matches_reference(dtype, shape, wide_rows_in_blocks):
+    logits = (RNG.normal(size=shape) * 5).astype(dtype)
+    logits[0, :7] = 80.0
+    labels = RNG.random(shape).astype(dtype)
+    labels[-1] = 0.0
+    labels[-1, -1] = 1.0  # a one-hot row
+    labels /= labels.sum(axis=1, keepdims=True)
+    k = kernel("SoftmaxCrossEntropyWithLogits", {"T": dtypes.as_dtype(dtype)})
+    for lg, lb in ((logits, labels), (strided(shape, dtype), np.asfortranarray(labels))):
+        got = k(None, lg, lb)
+        want = REFERENCE["SoftmaxCrossEntropyWithLogits"]({}, lg, lb)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("labels", [ints(0, 300), ints(-1, 0), ints(299, 300, dtype=np.int64)])
-def test_wide_sparse_xent_label_out_of_range(labels):
+def test_wide_sparse_xent_label_out_of_range(labels, wide_rows_in_blocks):
     check_same_error("SparseSoftmaxCrossEntropyWithLogits", {"T": F32},
                      np.zeros((2, 300), np.float32), labels)
 

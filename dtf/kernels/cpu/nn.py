@@ -110,8 +110,6 @@ def relu_grad(node):
     return compute
 
 
-
-
 # Rows this wide take numpy's ufuncs over blocks of rows instead of the loop: Numba's exp
 # is a scalar call per element, numpy's is vectorized (a 700 x 10,000 language-model
 # softmax: 35 ms in the loop, 23 as one numpy expression, 5-9 ms in blocks on two threads).

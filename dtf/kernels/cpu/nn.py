@@ -121,36 +121,12 @@ WIDE_MIN_ELEMENTS = 1 << 15
 BLOCK_BYTES = 1 << 20
 
 
-def _sparse_xent_blocks(logits, labels):
-    """(loss, backprop) of SparseSoftmaxCrossEntropyWithLogits as TF computes them (shift by
-    the row's max, one exp, scale), block by block of rows over the intra-op threads.
-    ``logits`` C-contiguous, ``labels`` already checked."""
-    from .intra_op import run_chunks
-
-    n, classes = logits.shape
-    loss = np.empty(n, logits.dtype)
-    backprop = np.empty_like(logits)
-    rows = max(1, BLOCK_BYTES // (classes * logits.itemsize))
-
-    def block(i):
-        r0, r1 = i * rows, min(n, (i + 1) * rows)
-        x, bp, at = logits[r0:r1], backprop[r0:r1], (np.arange(r1 - r0), labels[r0:r1])
-        np.subtract(x, x.max(axis=1, keepdims=True), out=bp)
-        picked = bp[at]  # the label's shifted logit (a copy, taken before the exp)
-        np.exp(bp, out=bp)
-        total = bp.sum(axis=1, keepdims=True)
-        bp /= total
-        np.subtract(np.log(total.reshape(-1)), picked, out=loss[r0:r1])
-        bp[at] -= 1
-
-    run_chunks(block, -(-n // rows))
-    return loss, backprop
-
-
-def _xent_blocks(logits, labels):
-    """(loss, backprop) of SoftmaxCrossEntropyWithLogits (labels a distribution per row, of
-    the logits' dtype) as _sparse_xent_blocks computes the sparse one: per row, loss =
-    sum_k labels_k * (log(sum(exp(shifted))) - shifted_k), backprop = softmax - labels."""
+def _xent_blocks(logits, labels, sparse):
+    """(loss, backprop) of the softmax cross-entropies as TF computes them, block by block
+    of rows over the intra-op threads: shift by the row's max, one exp, scale; per row,
+    loss = sum_k labels_k * (log(sum(exp(shifted))) - shifted_k) and backprop = softmax -
+    labels. ``sparse``: ``labels`` are class indices (one-hot rows), else a distribution
+    per row of the logits' dtype. ``logits`` C-contiguous, ``labels`` already checked."""
     from .intra_op import run_chunks
 
     n, classes = logits.shape
@@ -162,12 +138,22 @@ def _xent_blocks(logits, labels):
         r0, r1 = i * rows, min(n, (i + 1) * rows)
         x, bp, lab = logits[r0:r1], backprop[r0:r1], labels[r0:r1]
         np.subtract(x, x.max(axis=1, keepdims=True), out=bp)
-        weighted = np.einsum("ij,ij->i", lab, bp)  # sum_k labels_k * shifted_k, before the exp
+        # sum_k labels_k * shifted_k, taken before the exp
+        if sparse:
+            at = (np.arange(r1 - r0), lab)
+            weighted = bp[at]
+        else:
+            weighted = np.einsum("ij,ij->i", lab, bp)
         np.exp(bp, out=bp)
         total = bp.sum(axis=1, keepdims=True)
         bp /= total
-        np.subtract(np.log(total.reshape(-1)) * lab.sum(axis=1), weighted, out=loss[r0:r1])
-        bp -= lab
+        log_total = np.log(total.reshape(-1))
+        if sparse:
+            np.subtract(log_total, weighted, out=loss[r0:r1])
+            bp[at] -= 1
+        else:
+            np.subtract(log_total * lab.sum(axis=1), weighted, out=loss[r0:r1])
+            bp -= lab
 
     run_chunks(block, -(-n // rows))
     return loss, backprop
@@ -183,7 +169,7 @@ def softmax_xent(node):
         check_xent_shapes(logits, labels)
         if (logits.shape[1] >= WIDE_CLASSES and logits.size >= WIDE_MIN_ELEMENTS
                 and labels.dtype == logits.dtype):
-            return _xent_blocks(_c(logits), labels)
+            return _xent_blocks(_c(logits), labels, sparse=False)
         return _softmax_xent(_c(logits), _c(labels))
 
     return compute
@@ -200,7 +186,7 @@ def sparse_softmax_xent(node):
             check_sparse_xent(logits, labels)  # raises
         if logits.shape[1] >= WIDE_CLASSES and logits.size >= WIDE_MIN_ELEMENTS:
             check_sparse_xent(logits, labels)  # one pass over the labels; raises TF's message
-            return _sparse_xent_blocks(_c(logits), labels)
+            return _xent_blocks(_c(logits), labels, sparse=True)
         # The loop finds an out-of-range label itself (one pass, no numpy temporaries);
         # the reference's check then raises TF's message.
         loss, backprop, bad_row = _sparse_softmax_xent(_c(logits), _c(labels))

@@ -12,4 +12,5 @@ def test_layers_cnn_reaches_90_percent_on_held_out_digits():
     import dtf as tf
 
     tf.reset_default_graph()
+    tf.set_random_seed(0)  # dropout's masks: unseeded, 150 steps ended at 0.94-0.99 and once under 0.9
     assert layers_digits.main(steps=150) >= 0.9

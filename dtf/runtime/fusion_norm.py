@@ -197,7 +197,7 @@ def _fused(relu_step, grad_step):
                 fast = backward(node)
             vals = _handles_read(rest)
             try:
-                result = fast(g, f, *vals[:4])
+                result = fast(g, f, *vals[:5])  # reserve_space_3 too, where V3 has one
             except Exception as e:  # noqa: BLE001 - re-raised naming the op that failed
                 raise _failure(e, node, [g, f] + vals, ctx) from e
             if result is not None:

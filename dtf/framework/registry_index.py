@@ -339,6 +339,10 @@ KERNELS = {
             "IteratorFromStringHandleV2 IteratorGetNext IteratorToStringHandle IteratorV2 "
             "MakeIterator OneShotIterator"
         ),
+        'dtf.kernels.cpu.depthwise': (
+            "DepthwiseConv2dNative DepthwiseConv2dNativeBackpropFilter "
+            "DepthwiseConv2dNativeBackpropInput"
+        ),
         'dtf.kernels.cpu.elementwise': (
             "Abs Add AddN Cast Ceil Cos Equal Exp Floor Greater GreaterEqual Less LessEqual Log "
             "Log1p Maximum Minimum Mul Neg NotEqual Pow RealDiv Sigmoid Sign Sin Sqrt Square Sub "
@@ -642,6 +646,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.core',
         'dtf.kernels.cpu.data_flow',
         'dtf.kernels.cpu.dataset',
+        'dtf.kernels.cpu.depthwise',
         'dtf.kernels.cpu.elementwise',
         'dtf.kernels.cpu.logging',
         'dtf.kernels.cpu.math',

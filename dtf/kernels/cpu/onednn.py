@@ -388,12 +388,20 @@ class _ConvPrimitive:
 
     def __init__(self, lib, kind, geometry, bias=False, relu=False):
         """``bias``, ``relu`` (forward only): the primitive adds a bias per output channel,
-        then applies ReLU, as it writes each output block (TensorFlow's fused Conv2D)."""
-        n, h, w, ci, kh, kw, co, sh, sw, oh, ow, pt, pl, pb, pr = geometry
+        then applies ReLU, as it writes each output block (TensorFlow's fused Conv2D).
+        ``groups`` (the geometry's last entry) above 1: a depthwise convolution, one group
+        per input channel, whose filter is TF's [kh, kw, ci, co / ci]."""
+        n, h, w, ci, kh, kw, co, sh, sw, oh, ow, pt, pl, pb, pr, groups = geometry
         self.x_md = lib.memory_desc([n, ci, h, w], [h * w * ci, 1, w * ci, ci])
         self.y_md = lib.memory_desc([n, co, oh, ow], [oh * ow * co, 1, ow * co, co])
-        self.w_plain = lib.memory_desc([co, ci, kh, kw], [1, co, kw * ci * co, ci * co])
-        w_any = lib.memory_desc([co, ci, kh, kw])
+        if groups == 1:  # HWIO
+            self.w_plain = lib.memory_desc([co, ci, kh, kw], [1, co, kw * ci * co, ci * co])
+            w_any = lib.memory_desc([co, ci, kh, kw])
+        else:  # [kh, kw, ci, m]: group g's output j at (g * m + j), its one input channel g
+            m = co // groups
+            dims = [groups, m, ci // groups, kh, kw]
+            self.w_plain = lib.memory_desc(dims, [m, 1, co, kw * co, co])
+            w_any = lib.memory_desc(dims)
         strides, dilations = _Dims(sh, sw), _Dims(0, 0)
         pad_l, pad_r = _Dims(pt, pl), _Dims(pb, pr)
         self.bias_md = lib.memory_desc([co], [1]) if bias else None
@@ -442,7 +450,8 @@ _primitives_lock = threading.Lock()
 def _primitive(kind, g, bias=False, relu=False):
     pb = max(0, (g.oh - 1) * g.sh + g.kh - g.h - g.pt)
     pr = max(0, (g.ow - 1) * g.sw + g.kw - g.w - g.pl)
-    geometry = (g.n, g.h, g.w, g.ci, g.kh, g.kw, g.co, g.sh, g.sw, g.oh, g.ow, g.pt, g.pl, pb, pr)
+    geometry = (g.n, g.h, g.w, g.ci, g.kh, g.kw, g.co, g.sh, g.sw, g.oh, g.ow, g.pt, g.pl, pb, pr,
+                getattr(g, "groups", 1))
     key = (kind, geometry, bias, relu)
     try:
         return _primitives[key]
@@ -515,7 +524,7 @@ def conv2d(g, x, w, bias=None, relu=False):
 def conv2d_backprop_input(g, w, dy):
     """The input gradient of a Conv2D (geometry ``g``) from its filter and output
     gradient, or None where the library does not serve it."""
-    if not _serves(g, w, dy) or g.ci < MIN_INPUT_GRAD_CHANNELS:
+    if not _serves(g, w, dy) or (g.ci < MIN_INPUT_GRAD_CHANNELS and getattr(g, "groups", 1) == 1):
         return None
     conv = _primitive("input", g)
     if conv is None:
@@ -529,13 +538,14 @@ def conv2d_backprop_input(g, w, dy):
 
 def conv2d_backprop_filter(g, x, dy):
     """The filter gradient of a Conv2D (geometry ``g``) from its input and output
-    gradient, as HWIO, or None where the library does not serve it."""
+    gradient, as HWIO ([kh, kw, ci, co / ci] for a depthwise one), or None where the
+    library does not serve it."""
     if not _serves(g, x, dy):
         return None
     conv = _primitive("filter", g)
     if conv is None:
         return None
-    dw = np.empty((g.kh, g.kw, g.ci, g.co), np.float32)
+    dw = np.empty((g.kh, g.kw, g.ci, g.co // getattr(g, "groups", 1)), np.float32)
     _run(library(), conv, [(_ARG_SRC, conv.x_md, np.ascontiguousarray(x)),
                            (_ARG_DIFF_DST, conv.y_md, np.ascontiguousarray(dy))],
          dw, _ARG_DIFF_WEIGHTS)

@@ -170,7 +170,7 @@ def avg_pool3d_grad(attrs, orig_input_shape, dy):
 
 
 # -- depthwise conv2d: filter [kh, kw, c, m]; output channel k * m + j reads input channel k ----------
-def _check_depthwise(x_shape, w_shape):
+def check_depthwise(x_shape, w_shape):
     if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[3] != w_shape[2]:
         raise ValueError(f"DepthwiseConv2dNative: input depth must match filter's in_depth: input "
                          f"{list(x_shape)} vs. filter {list(w_shape)}")
@@ -178,7 +178,7 @@ def _check_depthwise(x_shape, w_shape):
 
 @reference("DepthwiseConv2dNative", host=True)
 def depthwise_conv2d(attrs, x, w):
-    _check_depthwise(x.shape, w.shape)
+    check_depthwise(x.shape, w.shape)
     g = Windows(x.shape, w.shape[:2], attrs["strides"], attrs["padding"])
     c, m = w.shape[2:]
     out = np.zeros((x.shape[0], *g.out, c, m), x.dtype)
@@ -190,7 +190,7 @@ def depthwise_conv2d(attrs, x, w):
 @reference("DepthwiseConv2dNativeBackpropInput", host=True)
 def depthwise_conv2d_backprop_input(attrs, input_sizes, w, dy):
     shape = _sizes(input_sizes)
-    _check_depthwise(shape, w.shape)
+    check_depthwise(shape, w.shape)
     g = Windows(shape, w.shape[:2], attrs["strides"], attrs["padding"])
     dy5 = dy.reshape(*dy.shape[:3], *w.shape[2:])
     dxp = np.zeros(g.padded, dy.dtype)
@@ -202,7 +202,7 @@ def depthwise_conv2d_backprop_input(attrs, input_sizes, w, dy):
 @reference("DepthwiseConv2dNativeBackpropFilter", host=True)
 def depthwise_conv2d_backprop_filter(attrs, x, filter_sizes, dy):
     shape = _sizes(filter_sizes)
-    _check_depthwise(x.shape, shape)
+    check_depthwise(x.shape, shape)
     g = Windows(x.shape, shape[:2], attrs["strides"], attrs["padding"])
     dy5 = dy.reshape(*dy.shape[:3], *shape[2:])
     dw = np.zeros(shape, dy.dtype)

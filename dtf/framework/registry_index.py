@@ -351,6 +351,9 @@ KERNELS = {
         'dtf.kernels.cpu.logging': (
             "Print PrintV2"
         ),
+        'dtf.kernels.cpu.lrn': (
+            "LRN LRNGrad"
+        ),
         'dtf.kernels.cpu.math': (
             "MatMul Max Mean Min Prod Sum"
         ),
@@ -649,6 +652,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.depthwise',
         'dtf.kernels.cpu.elementwise',
         'dtf.kernels.cpu.logging',
+        'dtf.kernels.cpu.lrn',
         'dtf.kernels.cpu.math',
         'dtf.kernels.cpu.nn',
         'dtf.kernels.cpu.norm',

@@ -32,7 +32,7 @@ def _window_sums(v, r):
     return padded[..., hi] - padded[..., lo]
 
 
-def _lrn_args(attrs, x):
+def lrn_args(attrs, x):
     if x.ndim != 4:
         raise errors.InvalidArgumentError(None, None, f"input must be 4-dimensional, got shape "
                                           f"{list(x.shape)}")
@@ -42,7 +42,7 @@ def _lrn_args(attrs, x):
 
 @reference("LRN", host=True)
 def _lrn(attrs, x):
-    r, bias, alpha, beta = _lrn_args(attrs, x)
+    r, bias, alpha, beta = lrn_args(attrs, x)
     xd = x.astype(np.float64)
     norm = bias + alpha * _window_sums(xd * xd, r)
     return (xd * norm ** -beta).astype(x.dtype)
@@ -52,7 +52,7 @@ def _lrn(attrs, x):
 def _lrn_grad(attrs, grads, x, y):
     """dx_j = g_j N_j^-beta - 2 alpha beta x_j sum_{i near j} g_i x_i N_i^(-beta-1), where
     N_i = bias + alpha * (sum of x^2 over the window of i); windows are symmetric."""
-    r, bias, alpha, beta = _lrn_args(attrs, x)
+    r, bias, alpha, beta = lrn_args(attrs, x)
     xd, g = x.astype(np.float64), grads.astype(np.float64)
     norm = bias + alpha * _window_sums(xd * xd, r)
     inner = _window_sums(g * xd * norm ** (-beta - 1), r)

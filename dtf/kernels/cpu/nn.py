@@ -16,6 +16,8 @@ inputs the same way.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dtf.framework import dtypes
@@ -70,15 +72,32 @@ def _forward_pool(fn_name):
 register_kernel("AvgPool", "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward_pool("_avg_pool")))
 
 
-@register_kernel("AvgPoolGrad", "CPU", dtypes=FLOATS, label="numba")
+# Elements of dx per chunk of AvgPoolGrad on the intra-op threads (whole images: a chunk
+# writes only its own images of dx, so chunks never race).
+POOL_GRAD_CHUNK_ELEMENTS = 1 << 18
+
+
+@register_kernel("AvgPoolGrad", "CPU", dtypes=FLOATS, label="numba, images over the intra-op threads")
 @tiered_kernel
 def avg_pool_grad(node):
-    _avg_pool_grad = _jit()._avg_pool_grad
+    into = _jit()._avg_pool_grad_into
 
     def compute(ctx, orig_input_shape, dy):
         shape = _sizes(orig_input_shape)
         window, _, pads = _pool_params(node, shape)
-        return _avg_pool_grad(_c(dy), shape[1], shape[2], *window, *pads)
+        dy = _c(dy)
+        dx = np.zeros(shape, dy.dtype)
+        n = shape[0]
+        per = max(1, POOL_GRAD_CHUNK_ELEMENTS // max(1, math.prod(shape[1:])))
+        chunks = -(-n // per)
+        if chunks <= 1:
+            into(dy, dx, 0, n, *window, *pads)
+        else:
+            from .intra_op import run_chunks
+
+            run_chunks(lambda k: into(dy, dx, k * per, min(n, (k + 1) * per), *window, *pads),
+                       chunks)
+        return dx
 
     return compute
 

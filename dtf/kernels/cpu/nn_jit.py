@@ -39,20 +39,28 @@ def _avg_pool(x, kh, kw, sh, sw, oh, ow, pt, pl):
 
 
 @njit(**_JIT)
-def _avg_pool_grad(dy, h, wd, kh, kw, sh, sw, pt, pl):
+def _avg_pool_grad_into(dy, dx, b0, b1, kh, kw, sh, sw, pt, pl):
+    """dx[b0:b1] (zeroed by the caller) += each output pixel's dy / its window's count,
+    spread over the window. The share is divided once per pixel, not once per element it
+    reaches: the same values (dy / count, added in the same order), kh * kw times fewer
+    divisions; the rows of dy and dx are taken once per pixel and per tap."""
     n, oh, ow, c = dy.shape
-    dx = np.zeros((n, h, wd, c), dy.dtype)
-    for b in range(n):
+    h, wd = dx.shape[1], dx.shape[2]
+    share = np.empty(c, dy.dtype)
+    for b in range(b0, b1):
         for i in range(oh):
             y0, y1 = _span(i, sh, pt, kh, h)
             for j in range(ow):
                 x0, x1 = _span(j, sw, pl, kw, wd)
                 count = (y1 - y0) * (x1 - x0)
+                g = dy[b, i, j]
+                for ch in range(c):
+                    share[ch] = g[ch] / count
                 for y in range(y0, y1):
                     for xx in range(x0, x1):
+                        row = dx[b, y, xx]
                         for ch in range(c):
-                            dx[b, y, xx, ch] += dy[b, i, j, ch] / count
-    return dx
+                            row[ch] += share[ch]
 
 
 # -- softmax cross-entropy ------------------------------------------------------------------------

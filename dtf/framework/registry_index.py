@@ -358,7 +358,7 @@ KERNELS = {
             "MatMul Max Mean Min Prod Sum"
         ),
         'dtf.kernels.cpu.nn': (
-            "AvgPool AvgPoolGrad Relu ReluGrad SoftmaxCrossEntropyWithLogits "
+            "AvgPool AvgPoolGrad LogSoftmax Relu ReluGrad Softmax SoftmaxCrossEntropyWithLogits "
             "SparseSoftmaxCrossEntropyWithLogits"
         ),
         'dtf.kernels.cpu.norm': (

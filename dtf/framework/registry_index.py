@@ -348,6 +348,9 @@ KERNELS = {
             "Log1p Maximum Minimum Mul Neg NotEqual Pow RealDiv Sigmoid Sign Sin Sqrt Square Sub "
             "Tanh"
         ),
+        'dtf.kernels.cpu.image': (
+            "ResizeBilinear ResizeBilinearGrad ResizeNearestNeighbor ResizeNearestNeighborGrad"
+        ),
         'dtf.kernels.cpu.logging': (
             "Print PrintV2"
         ),
@@ -651,6 +654,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.dataset',
         'dtf.kernels.cpu.depthwise',
         'dtf.kernels.cpu.elementwise',
+        'dtf.kernels.cpu.image',
         'dtf.kernels.cpu.logging',
         'dtf.kernels.cpu.lrn',
         'dtf.kernels.cpu.math',

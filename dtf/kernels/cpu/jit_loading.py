@@ -47,7 +47,7 @@ EXIT_WAIT_S = 30.0
 
 _MODULES = ("dtf.kernels.cpu.dense_jit", "dtf.kernels.cpu.nn_jit", "dtf.kernels.cpu.conv_jit",
             "dtf.kernels.cpu.adam_jit", "dtf.kernels.cpu.norm_jit",
-            "dtf.kernels.cpu.pool_jit")
+            "dtf.kernels.cpu.pool_jit", "dtf.kernels.cpu.image_jit")
 
 # Seconds of stand-in time after which the loops load: about the loading's own cost.
 STANDIN_BUDGET_S = float(os.environ.get("DTF_JIT_AFTER_S", "0.5"))

@@ -27,7 +27,7 @@ def _source(out_size, scale, half_pixel):
     return (o + _F(0.5)) * scale - _F(0.5) if half_pixel else o * scale
 
 
-def _linear(in_size, out_size, align_corners, half_pixel):
+def linear_taps(in_size, out_size, align_corners, half_pixel):
     """Per output index: lower and upper source index, and the weight of the upper."""
     x = _source(out_size, _scale(in_size, out_size, align_corners), half_pixel)
     floor = np.floor(x)
@@ -36,7 +36,7 @@ def _linear(in_size, out_size, align_corners, half_pixel):
     return lower, upper, (x - floor).astype(_F)
 
 
-def _nearest(in_size, out_size, align_corners, half_pixel):
+def nearest_taps(in_size, out_size, align_corners, half_pixel):
     scale = _scale(in_size, out_size, align_corners)
     o = np.arange(out_size, dtype=_F)
     x = (o + _F(0.5)) * scale if half_pixel else o * scale
@@ -46,7 +46,7 @@ def _nearest(in_size, out_size, align_corners, half_pixel):
     return np.maximum(idx, 0) if half_pixel else idx
 
 
-def _size(size):
+def resize_size(size):
     size = np.asarray(size).reshape(-1)
     if size.size != 2:
         raise _bad(f"size must be a 1-D int32 Tensor of 2 elements: new_height, new_width, "
@@ -57,14 +57,14 @@ def _size(size):
     return h, w
 
 
-def _flags(attrs):
+def resize_flags(attrs):
     align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
     if align and half:
         raise _bad("If half_pixel_centers is True, align_corners must be False.")
     return align, half
 
 
-def _images(images):
+def check_images(images):
     images = np.asarray(images)
     if images.ndim != 4:
         raise _bad(f"input must be 4-dimensional, got shape {list(images.shape)}")
@@ -73,11 +73,11 @@ def _images(images):
 
 @reference("ResizeBilinear", host=True)
 def _resize_bilinear(attrs, images, size):
-    images = _images(images)
-    h, w = _size(size)
-    align, half = _flags(attrs)
-    y0, y1, ly = _linear(images.shape[1], h, align, half)
-    x0, x1, lx = _linear(images.shape[2], w, align, half)
+    images = check_images(images)
+    h, w = resize_size(size)
+    align, half = resize_flags(attrs)
+    y0, y1, ly = linear_taps(images.shape[1], h, align, half)
+    x0, x1, lx = linear_taps(images.shape[2], w, align, half)
     img = images.astype(_F)
     lx = lx[None, None, :, None]
     top = img[:, y0][:, :, x0] + (img[:, y0][:, :, x1] - img[:, y0][:, :, x0]) * lx
@@ -87,11 +87,11 @@ def _resize_bilinear(attrs, images, size):
 
 @reference("ResizeBilinearGrad", host=True)
 def _resize_bilinear_grad(attrs, grads, original_image):
-    align, half = _flags(attrs)
+    align, half = resize_flags(attrs)
     grads = np.asarray(grads, _F)
     n, h, w, c = np.shape(original_image)
-    y0, y1, ly = _linear(h, grads.shape[1], align, half)
-    x0, x1, lx = _linear(w, grads.shape[2], align, half)
+    y0, y1, ly = linear_taps(h, grads.shape[1], align, half)
+    x0, x1, lx = linear_taps(w, grads.shape[2], align, half)
     out = np.zeros((n, h, w, c), _F)
     ly, lx = ly[None, :, None, None], lx[None, None, :, None]
     Y0, X0 = np.meshgrid(y0, x0, indexing="ij")
@@ -106,21 +106,21 @@ def _resize_bilinear_grad(attrs, grads, original_image):
 
 @reference("ResizeNearestNeighbor", host=True)
 def _resize_nearest(attrs, images, size):
-    images = _images(images)
-    h, w = _size(size)
-    align, half = _flags(attrs)
-    ys = _nearest(images.shape[1], h, align, half)
-    xs = _nearest(images.shape[2], w, align, half)
+    images = check_images(images)
+    h, w = resize_size(size)
+    align, half = resize_flags(attrs)
+    ys = nearest_taps(images.shape[1], h, align, half)
+    xs = nearest_taps(images.shape[2], w, align, half)
     return images[:, ys][:, :, xs]
 
 
 @reference("ResizeNearestNeighborGrad", host=True)
 def _resize_nearest_grad(attrs, grads, size):
-    align, half = _flags(attrs)
+    align, half = resize_flags(attrs)
     grads = np.asarray(grads)
-    h, w = _size(size)
-    ys = _nearest(h, grads.shape[1], align, half)
-    xs = _nearest(w, grads.shape[2], align, half)
+    h, w = resize_size(size)
+    ys = nearest_taps(h, grads.shape[1], align, half)
+    xs = nearest_taps(w, grads.shape[2], align, half)
     out = np.zeros((grads.shape[0], h, w, grads.shape[3]), grads.dtype)
     Y, X = np.meshgrid(ys, xs, indexing="ij")
     for b in range(grads.shape[0]):

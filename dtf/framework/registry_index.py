@@ -387,6 +387,9 @@ KERNELS = {
         'dtf.kernels.cpu.script': (
             "PyFunc PyFuncStateless"
         ),
+        'dtf.kernels.cpu.segment': (
+            "UnsortedSegmentSum"
+        ),
         'dtf.kernels.cpu.sendrecv': (
             "_Recv _Send"
         ),
@@ -664,6 +667,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.readers',
         'dtf.kernels.cpu.scatter',
         'dtf.kernels.cpu.script',
+        'dtf.kernels.cpu.segment',
         'dtf.kernels.cpu.sendrecv',
         'dtf.kernels.cpu.sparse_accumulator',
         'dtf.kernels.cpu.state',

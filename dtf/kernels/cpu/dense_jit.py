@@ -1,5 +1,5 @@
-"""The Numba loops behind the bias gradient and Mean over pixels (sums over a run of axes) and
-the gradient-descent update.
+"""The Numba loops behind the bias gradient and Mean over pixels (sums over a run of axes),
+UnsortedSegmentSum and the gradient-descent update.
 Imported only when a plan first needs one, so ``import dtf`` never loads the compiler.
 
 On the small tensors of a training step numpy's fixed cost per call dominates: a column
@@ -41,3 +41,16 @@ def _sub_scaled_in_place(v, alpha, d):
     output fails LLVM's overlap check and runs unvectorized."""
     for i in range(v.size):
         v[i] = v[i] - alpha * d[i]
+
+
+@njit(**_JIT)
+def _segment_sum_rows(rows, ids, out):
+    """out[ids[i]] += rows[i] for each row i in order (np.add.at's order, so the same
+    sums), skipping negative ids as TF does; ids already checked against out's rows."""
+    for i in range(rows.shape[0]):
+        s = ids[i]
+        if s >= 0:
+            o = out[s]
+            r = rows[i]
+            for k in range(rows.shape[1]):
+                o[k] += r[k]

@@ -306,20 +306,26 @@ def _gather(attrs, params, indices, axis):
     return np.take(params, indices, axis=a)
 
 
-@reference("UnsortedSegmentSum")
-def _unsorted_segment_sum(attrs, data, segment_ids, num_segments):
+def check_segment_ids(data, segment_ids, num_segments):
+    """(number of segments, the ids flattened) of an UnsortedSegmentSum, or TF's error."""
     n = int(num_segments)
     ids = np.asarray(segment_ids)
     if data.shape[:ids.ndim] != ids.shape:
         raise ValueError(f"data.shape = {list(data.shape)} does not start with "
                          f"segment_ids.shape = {list(ids.shape)}")
     flat_ids = ids.reshape(-1)
-    flat = data.reshape((flat_ids.size,) + data.shape[ids.ndim:])
-    out = np.zeros((n,) + flat.shape[1:], dtype=data.dtype)
-    keep = (flat_ids >= 0) & (flat_ids < n)  # TF drops negative ids; others are errors
-    if (flat_ids >= n).any():
+    if (flat_ids >= n).any():  # TF drops negative ids; larger ones are errors
         raise errors.InvalidArgumentError(None, None, f"segment_ids {flat_ids[flat_ids >= n][0]} "
                                           f"is out of range [0, {n})")
+    return n, flat_ids
+
+
+@reference("UnsortedSegmentSum")
+def _unsorted_segment_sum(attrs, data, segment_ids, num_segments):
+    n, flat_ids = check_segment_ids(data, segment_ids, num_segments)
+    flat = data.reshape((flat_ids.size,) + data.shape[np.ndim(segment_ids):])
+    out = np.zeros((n,) + flat.shape[1:], dtype=data.dtype)
+    keep = flat_ids >= 0
     np.add.at(out, flat_ids[keep], flat[keep])
     return out
 

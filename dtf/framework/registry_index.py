@@ -362,7 +362,7 @@ KERNELS = {
         ),
         'dtf.kernels.cpu.nn': (
             "AvgPool AvgPoolGrad LogSoftmax Relu ReluGrad Softmax SoftmaxCrossEntropyWithLogits "
-            "SparseSoftmaxCrossEntropyWithLogits"
+            "SparseSoftmaxCrossEntropyWithLogits TopKV2"
         ),
         'dtf.kernels.cpu.norm': (
             "FusedBatchNorm FusedBatchNormGrad FusedBatchNormGradV2 FusedBatchNormGradV3 "

@@ -1,5 +1,5 @@
 """The Numba loops behind dtf.kernels.cpu.nn (average pooling, softmax cross-entropy,
-ReluGrad). Imported only when a plan first needs one of those kernels, so programs that
+ReluGrad, top-k). Imported only when a plan first needs one of those kernels, so programs that
 never pool or convolve never load the Numba compiler."""
 from __future__ import annotations
 
@@ -133,3 +133,37 @@ def _relu_grad_into(gf, ff, of, s0, s1):
     for e in range(s1 - s0):
         i = u(s0 + e)
         of[i] = gf[i] if ff[i] > 0 else gf[i] * 0
+
+
+# -- top-k ---------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _ahead(a, b):
+    """Whether value a sorts before value b in TopKV2's order: larger first, NaN above
+    everything (as numpy's sort places it); equal values are left to their indices."""
+    if a != a:
+        return b == b
+    return b == b and a > b
+
+
+@njit(**_JIT)
+def top_k_rows(x, k, r0, r1, values, indices):
+    """Rows r0..r1 of the k largest of each row of the [rows, n] ``x`` (larger first, equal
+    values by lower index, NaN first: the reference's stable sort), by insertion into a
+    sorted list of k: elements come in index order, so an equal value never moves ahead of
+    one already kept."""
+    n = x.shape[1]
+    for r in range(r0, r1):
+        count = 0
+        for j in range(n):
+            v = x[r, j]
+            if count == k and not _ahead(v, values[r, k - 1]):
+                continue
+            pos = count if count < k else k - 1
+            while pos > 0 and _ahead(v, values[r, pos - 1]):
+                values[r, pos] = values[r, pos - 1]
+                indices[r, pos] = indices[r, pos - 1]
+                pos -= 1
+            values[r, pos] = v
+            indices[r, pos] = j
+            if count < k:
+                count += 1

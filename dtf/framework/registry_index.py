@@ -322,6 +322,9 @@ KERNELS = {
         'dtf.kernels.cpu.control_flow': (
             "If While _Arg _RefArg _WhileGrad"
         ),
+        'dtf.kernels.cpu.conv3d': (
+            "Conv3D Conv3DBackpropFilterV2 Conv3DBackpropInputV2"
+        ),
         'dtf.kernels.cpu.conv_fast': (
             "Conv2D Conv2DBackpropFilter Conv2DBackpropInput MaxPool MaxPoolGrad"
         ),
@@ -651,6 +654,7 @@ KERNEL_MODULES = {
         'dtf.kernels.cpu.array',
         'dtf.kernels.cpu.candidate_sampling',
         'dtf.kernels.cpu.control_flow',
+        'dtf.kernels.cpu.conv3d',
         'dtf.kernels.cpu.conv_fast',
         'dtf.kernels.cpu.core',
         'dtf.kernels.cpu.data_flow',

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
-from dtf.kernels.reference.conv_extra import check_depthwise
+from dtf.kernels.reference.conv_extra import check_depthwise, sizes_of
 from dtf.kernels.reference.nn import spatial_geometry
 from dtf.kernels.registry import register_kernel
 from . import onednn
-from .conv_fast import _sizes
 
 FLOATS = (dtypes.float32, dtypes.float64)
 
@@ -68,7 +67,7 @@ def depthwise_conv2d_backprop_input(node):
     plain = _plain(attrs)
 
     def compute(ctx, input_sizes, w, dy):
-        shape = _sizes(input_sizes)
+        shape = sizes_of(input_sizes)
         if plain and len(shape) == 4 and w.ndim == 4 and dy.size:
             g = DepthwisePlan(attrs, shape, w.shape)
             if g.out_backprop_matches(dy):
@@ -87,7 +86,7 @@ def depthwise_conv2d_backprop_filter(node):
     plain = _plain(attrs)
 
     def compute(ctx, x, filter_sizes, dy):
-        shape = _sizes(filter_sizes)
+        shape = sizes_of(filter_sizes)
         if plain and x.ndim == 4 and len(shape) == 4 and dy.size:
             g = DepthwisePlan(attrs, x.shape, shape)
             if g.out_backprop_matches(dy):

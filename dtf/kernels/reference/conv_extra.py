@@ -68,11 +68,11 @@ class Windows:
             yield offset, xp[(slice(None),) + sl + (slice(None),)]
 
 
-def _sizes(t):
+def sizes_of(t):
     return tuple(int(d) for d in np.asarray(t).reshape(-1))
 
 
-def _check_depth(x_shape, w_shape, op):
+def check_depth(x_shape, w_shape, op):
     if len(x_shape) != len(w_shape) or x_shape[-1] != w_shape[-2]:
         raise ValueError(f"{op}: input depth must match filter depth: input {list(x_shape)} vs. "
                          f"filter {list(w_shape)}")
@@ -81,7 +81,7 @@ def _check_depth(x_shape, w_shape, op):
 # -- Conv3D -----------------------------------------------------------------------------------
 @reference("Conv3D", host=True)
 def conv3d(attrs, x, w):
-    _check_depth(x.shape, w.shape, "Conv3D")
+    check_depth(x.shape, w.shape, "Conv3D")
     g = Windows(x.shape, w.shape[:-2], attrs["strides"], attrs["padding"])
     out = np.zeros((x.shape[0], *g.out, w.shape[-1]), x.dtype)
     for offset, view in g.views(g.pad(x)):
@@ -91,8 +91,8 @@ def conv3d(attrs, x, w):
 
 @reference("Conv3DBackpropInputV2", host=True)
 def conv3d_backprop_input(attrs, input_sizes, w, dy):
-    shape = _sizes(input_sizes)
-    _check_depth(shape, w.shape, "Conv3DBackpropInputV2")
+    shape = sizes_of(input_sizes)
+    check_depth(shape, w.shape, "Conv3DBackpropInputV2")
     g = Windows(shape, w.shape[:-2], attrs["strides"], attrs["padding"])
     dxp = np.zeros(g.padded, dy.dtype)
     for offset, view in g.views(dxp):
@@ -102,8 +102,8 @@ def conv3d_backprop_input(attrs, input_sizes, w, dy):
 
 @reference("Conv3DBackpropFilterV2", host=True)
 def conv3d_backprop_filter(attrs, x, filter_sizes, dy):
-    shape = _sizes(filter_sizes)
-    _check_depth(x.shape, shape, "Conv3DBackpropFilterV2")
+    shape = sizes_of(filter_sizes)
+    check_depth(x.shape, shape, "Conv3DBackpropFilterV2")
     g = Windows(x.shape, shape[:-2], attrs["strides"], attrs["padding"])
     dw = np.zeros(shape, dy.dtype)
     axes = list(range(x.ndim - 1))
@@ -161,7 +161,7 @@ def avg_pool3d(attrs, x):
 
 @reference("AvgPool3DGrad", host=True)
 def avg_pool3d_grad(attrs, orig_input_shape, dy):
-    g = _pool_windows(attrs, _sizes(orig_input_shape))
+    g = _pool_windows(attrs, sizes_of(orig_input_shape))
     share = (dy / _avg_counts(g)).astype(dy.dtype)
     dxp = np.zeros(g.padded, dy.dtype)
     for _, view in g.views(dxp):
@@ -189,7 +189,7 @@ def depthwise_conv2d(attrs, x, w):
 
 @reference("DepthwiseConv2dNativeBackpropInput", host=True)
 def depthwise_conv2d_backprop_input(attrs, input_sizes, w, dy):
-    shape = _sizes(input_sizes)
+    shape = sizes_of(input_sizes)
     check_depthwise(shape, w.shape)
     g = Windows(shape, w.shape[:2], attrs["strides"], attrs["padding"])
     dy5 = dy.reshape(*dy.shape[:3], *w.shape[2:])
@@ -201,7 +201,7 @@ def depthwise_conv2d_backprop_input(attrs, input_sizes, w, dy):
 
 @reference("DepthwiseConv2dNativeBackpropFilter", host=True)
 def depthwise_conv2d_backprop_filter(attrs, x, filter_sizes, dy):
-    shape = _sizes(filter_sizes)
+    shape = sizes_of(filter_sizes)
     check_depthwise(x.shape, shape)
     g = Windows(x.shape, shape[:2], attrs["strides"], attrs["padding"])
     dy5 = dy.reshape(*dy.shape[:3], *shape[2:])

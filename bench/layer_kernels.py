@@ -4,10 +4,11 @@
 Per layer, the median ms of its forward, of its gradient alone (from a fixed output
 gradient, so nothing else runs) and of both, in a local Session with the input fed:
 depthwise convolutions (NHWC input, 3x3 filter, channel multiplier 1, as MobileNet's;
-DepthwiseConv2dNative and its two backprops) and local response normalization (LRN,
-LRNGrad) with the CIFAR-10 tutorial's, AlexNet's and TF's default parameters. Each
-implementation runs in a process of its own (``--impl dtf|tf`` runs one and prints
-@@RESULT {json}).
+DepthwiseConv2dNative and its two backprops), local response normalization (LRN,
+LRNGrad) with the CIFAR-10 tutorial's, AlexNet's and TF's default parameters, a 3-D
+convolution, average pooling, bilinear and nearest resizing, softmax, top-k and
+unsorted_segment_sum. Each implementation runs in a process of its own (``--impl
+dtf|tf`` runs one and prints @@RESULT {json}).
 """
 from __future__ import annotations
 
@@ -42,6 +43,20 @@ def _layers(tf, rng):
         yield (f"lrn {name}", shape,
                lambda x, r=r, bias=bias, alpha=alpha, beta=beta: (
                    tf.nn.lrn(x, r, bias=bias, alpha=alpha, beta=beta), []))
+    f3 = rng.standard_normal((3, 3, 3, 16, 16)).astype(np.float32) * 0.1
+    yield ("conv3d 8x16x16x16x16 3x3x3", (8, 16, 16, 16, 16),
+           lambda x: (tf.nn.conv3d(x, tf.constant(f3), [1] * 5, "SAME"), []))
+    yield ("avg_pool 3x3 s2 64x56x56x64", (64, 56, 56, 64),
+           lambda x: (tf.nn.avg_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME"), []))
+    yield ("resize_bilinear 32x32x32x64 x2", (32, 32, 32, 64),
+           lambda x: (tf.image.resize_bilinear(x, [64, 64]), []))
+    yield ("resize_nearest 32x32x32x64 x2", (32, 32, 32, 64),
+           lambda x: (tf.image.resize_nearest_neighbor(x, [64, 64]), []))
+    yield "softmax 32x32x32x64", (32, 32, 32, 64), lambda x: (tf.nn.softmax(x), [])
+    yield "top_k 5 of 256x1000", (256, 1000), lambda x: (tf.nn.top_k(x, 5)[0], [])
+    ids = rng.integers(0, 100, 4096)
+    yield ("unsorted_segment_sum 4096x256", (4096, 256),
+           lambda x: (tf.math.unsorted_segment_sum(x, tf.constant(ids), 100), []))
 
 
 def measure(impl, steps):

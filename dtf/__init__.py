@@ -80,11 +80,17 @@ _LAZY_MODULES["feature_column"] = "dtf.feature_column"
 _LAZY_MODULES["saved_model"] = "dtf.saved_model"
 _LAZY_NAMES.update({n: "dtf.framework.graph_pb" for n in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef")})
 _LAZY_NAMES["import_graph_def"] = "dtf.framework.importer"
+_LAZY_NAMES["random_crop"] = "dtf.ops.image_transforms"  # tf.random_crop is tf.image.random_crop
 _LAZY_NAMES.update({n: "dtf.framework.tensor_util" for n in ("make_tensor_proto", "make_ndarray")})
 
 
 def disable_eager_execution():
     """A no-op: dtf only has graph mode (scripts written for tf.compat.v1 call it)."""
+
+
+def executing_eagerly():
+    """False: dtf only has graph mode, as TF 1.15 runs by default (scripts branch on it)."""
+    return False
 
 
 def disable_v2_behavior():

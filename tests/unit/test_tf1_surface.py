@@ -12,6 +12,14 @@ def test_compat_v1_is_the_tf1_surface():
         assert list(sess.run(x * 2.0, {x: [1, 2]})) == [2.0, 4.0]
 
 
+def test_top_level_aliases_of_tf1():
+    assert tf.random_crop is tf.image.random_crop
+    assert tf.executing_eagerly() is False and tf.compat.v1.executing_eagerly() is False
+    crop = tf.random_crop(tf.reshape(tf.range(48.0), [4, 4, 3]), [2, 2, 3], seed=1)
+    with tf.Session() as sess:
+        assert sess.run(crop).shape == (2, 2, 3)
+
+
 def test_app_run_exits_with_main_return_value():
     with pytest.raises(SystemExit) as e:
         tf.app.run(main=lambda argv: 3, argv=["prog"])

@@ -111,8 +111,8 @@ def test_an_output_buffer_is_reused_only_once_nothing_refers_to_it():
 
 def _all_templates(x, y, bias):
     """One tree using every template once, on data where each term is finite."""
-    unary = [tf.negative, tf.abs, tf.square, tf.sqrt, tf.rsqrt, tf.reciprocal, tf.exp, tf.log,
-             tf.log1p, tf.expm1, tf.tanh, tf.sigmoid, tf.sin, tf.cos, tf.nn.relu, tf.nn.relu6]
+    unary = [tf.negative, tf.abs, tf.square, tf.sqrt, tf.rsqrt, tf.reciprocal, tf.nn.relu,
+             tf.nn.relu6]
     binary = [tf.add, tf.subtract, tf.multiply, tf.realdiv, tf.maximum, tf.minimum,
               tf.squared_difference]
     terms = [f(x) for f in unary] + [f(x, y) for f in binary] + [tf.nn.bias_add(x, bias)]
@@ -159,23 +159,25 @@ def test_ineligible_groups_stay_unfused():
     fetched_inner = tf.nn.relu(t + 1.0)
     assert "Mul" in _ops(_plan([fetched_inner, t], [a, b]))
     assert _ops(_plan([fetched_inner, t], [a, b]))[-1] == "Fused(Add,Relu)"
-    two_users = tf.tanh(t) + tf.exp(t)
-    assert _ops(_plan([two_users], [a, b])) == ["Mul", "Fused(Tanh,Exp,Add)"]
+    two_users = tf.square(t) + tf.abs(t)
+    assert _ops(_plan([two_users], [a, b])) == ["Mul", "Fused(Square,Abs,Add)"]
     i = tf.placeholder(tf.int32, [None])
     assert sorted(_ops(_plan([tf.abs(i * i + 1)], [i]))) == ["Abs", "Add", "Const", "Mul"]
     h = tf.placeholder(tf.float16, [None])
-    assert "Fused" not in "".join(_ops(_plan([tf.exp(h * h)], [h])))
+    assert "Fused" not in "".join(_ops(_plan([tf.abs(h * h)], [h])))
+    # Transcendental functions stay kernels of their own (numpy's are vectorized).
+    assert _ops(_plan([tf.exp(t) + 1.0], [a, b]))[-2:] == ["Exp", "Add"]
 
 
 def test_a_consumer_on_another_device_keeps_the_intermediate():
     a = tf.placeholder(tf.float32, [None])
-    t = tf.exp(a)
+    t = tf.square(a)
     y = tf.nn.relu(t * 2.0)
     send = NodeDef("send_t", "_Send", [t.name], attrs={"key": "t", "recv_task": "other"})
-    assert sorted(_ops(_plan([y], [a], extra=[send]))) == ["Const", "Exp", "Fused(Mul,Relu)", "_Send"]
+    assert sorted(_ops(_plan([y], [a], extra=[send]))) == ["Const", "Fused(Mul,Relu)", "Square", "_Send"]
     with tf.device("/job:localhost/replica:0/task:0/device:CPU:1"):
         z = tf.nn.relu(t + 1.0)
-    assert sorted(_ops(_plan([z], [a]))) == ["Const", "Exp", "Fused(Add,Relu)"]
+    assert sorted(_ops(_plan([z], [a]))) == ["Const", "Fused(Add,Relu)", "Square"]
 
 
 def test_rows_broadcast_in_the_kernel():

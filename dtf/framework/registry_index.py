@@ -348,8 +348,8 @@ KERNELS = {
         ),
         'dtf.kernels.cpu.elementwise': (
             "Abs Add AddN Cast Ceil Cos Equal Exp Floor Greater GreaterEqual Less LessEqual Log "
-            "Log1p Maximum Minimum Mul Neg NotEqual Pow RealDiv Sigmoid Sign Sin Sqrt Square Sub "
-            "Tanh"
+            "Log1p Maximum Minimum Mul Neg NotEqual Pow RealDiv Select SelectV2 Sigmoid Sign Sin "
+            "Sqrt Square Sub Tanh"
         ),
         'dtf.kernels.cpu.image': (
             "ResizeBilinear ResizeBilinearGrad ResizeNearestNeighbor ResizeNearestNeighborGrad"

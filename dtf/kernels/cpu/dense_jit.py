@@ -1,5 +1,5 @@
 """The Numba loops behind the bias gradient and Mean over pixels (sums over a run of axes),
-UnsortedSegmentSum and the gradient-descent update.
+UnsortedSegmentSum, Select and the gradient-descent update.
 Imported only when a plan first needs one, so ``import dtf`` never loads the compiler.
 
 On the small tensors of a training step numpy's fixed cost per call dominates: a column
@@ -54,3 +54,12 @@ def _segment_sum_rows(rows, ids, out):
             r = rows[i]
             for k in range(rows.shape[1]):
                 o[k] += r[k]
+
+
+@njit(**_JIT)
+def _select_into(c, x, y, out):
+    """out[i] = x[i] if c[i] else y[i] over 1-D arrays of one length: a blend LLVM
+    vectorizes, where np.where branches per element. (Indexing from an offset instead,
+    range(s0, s1), kept it scalar: 10.7 ms against 0.9 on 2M float32.)"""
+    for i in range(out.size):
+        out[i] = x[i] if c[i] else y[i]

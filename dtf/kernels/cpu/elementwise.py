@@ -139,3 +139,36 @@ def _add_n(node):
         return out
 
     return compute
+
+
+# Select on inputs of one shape from this size: np.where branches on every element (a
+# random mask over 2M float32: 8.5 ms), the loop blends (0.9 ms on one thread).
+SELECT_MIN_ELEMENTS = 1 << 12
+
+
+def _select_factory(node):
+    from .jit_loading import tiered_kernel
+
+    def loops(node):
+        from . import dense_jit
+
+        ref = REFERENCE[node.op]
+
+        def compute(ctx, c, x, y):
+            if (x.size < SELECT_MIN_ELEMENTS or not c.shape == x.shape == y.shape
+                    or c.dtype != np.bool_ or x.dtype != y.dtype or x.dtype == object):
+                return ref(node.attrs, c, x, y)  # broadcasting, row conditions, its errors
+            cf, xf, yf = (np.ascontiguousarray(a).reshape(-1) for a in (c, x, y))
+            out = np.empty(x.shape, x.dtype)
+            of = out.reshape(-1)
+            over_slices(lambda s0, s1: dense_jit._select_into(cf[s0:s1], xf[s0:s1], yf[s0:s1],
+                                                             of[s0:s1]), x.size)
+            return out
+
+        return compute
+
+    return tiered_kernel(loops)(node)
+
+
+for _op in ("Select", "SelectV2"):
+    register_kernel(_op, "CPU", dtypes=NUMERIC, label="numba blend over slices")(_select_factory)

@@ -125,7 +125,15 @@ def _add_n(node):
         if (len(xs) == 1 or first.size < SLICE_ELEMENTS
                 or any(x.shape != first.shape or x.dtype != first.dtype for x in xs[1:])):
             return ref(node.attrs, *xs)  # small sums, and its checks and messages
-        flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
+        if not all(x.flags.c_contiguous for x in xs):
+            # Views (a concat's gradient split along its last axis): numpy walks their
+            # strides itself; making them contiguous first cost a copy each (2.2 ms against
+            # 1.0 for two halves of 32x32x32x128). The same additions in the same order.
+            out = np.add(xs[0], xs[1])
+            for x in xs[2:]:
+                np.add(out, x, out=out)
+            return out
+        flat = [x.reshape(-1) for x in xs]
         out = np.empty(first.shape, first.dtype)
         of = out.reshape(-1)
 

@@ -324,7 +324,7 @@ def test_sparse_xent_matches_reference(dtype, label_dtype):
 
 @pytest.fixture
 def wide_rows_in_blocks(monkeypatch):
-    """Every row of 256 classes or more takes the blocked path, in several blocks of rows
+    """Every row of WIDE_CLASSES (64) classes or more takes the blocked path, in several blocks of rows
     with a short last one."""
     from dtf.kernels.cpu import nn as cpu_nn
 
@@ -332,7 +332,7 @@ def wide_rows_in_blocks(monkeypatch):
     monkeypatch.setattr(cpu_nn, "BLOCK_BYTES", 3 * 301 * 4)
 
 
-WIDE_SHAPES = [(1, 256), (7, 301), (700, 1000), (3, 5001)]
+WIDE_SHAPES = [(1, 64), (9, 100), (1, 256), (7, 301), (700, 1000), (3, 5001)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -132,8 +132,10 @@ def relu_grad(node):
 
 # Rows this wide take numpy's ufuncs over blocks of rows instead of the loop: Numba's exp
 # is a scalar call per element, numpy's is vectorized (a 700 x 10,000 language-model
-# softmax: 35 ms in the loop, 23 as one numpy expression, 5-9 ms in blocks on two threads).
-WIDE_CLASSES = 256
+# softmax: 35 ms in the loop, 23 as one numpy expression, 5-9 ms in blocks on two threads;
+# 4096 x 100: 2.0 ms in the loop, 0.66 in blocks; 4096 x 32 level, 8192 x 10 the loop's,
+# 0.56 against 0.82, numpy's reductions along short rows paying per row).
+WIDE_CLASSES = 64
 # ... and only from this many logits: under it the loop's one call beats numpy's dozen
 # (3 x 300: 6 us in the loop, 24-29 in blocks).
 WIDE_MIN_ELEMENTS = 1 << 15

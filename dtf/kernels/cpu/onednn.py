@@ -447,26 +447,37 @@ _primitives: dict = {}  # (kind, geometry) -> _ConvPrimitive, or None where not 
 _primitives_lock = threading.Lock()
 
 
-def _primitive(kind, g, bias=False, relu=False):
-    pb = max(0, (g.oh - 1) * g.sh + g.kh - g.h - g.pt)
-    pr = max(0, (g.ow - 1) * g.sw + g.kw - g.w - g.pl)
-    geometry = (g.n, g.h, g.w, g.ci, g.kh, g.kw, g.co, g.sh, g.sw, g.oh, g.ow, g.pt, g.pl, pb, pr,
-                getattr(g, "groups", 1))
-    key = (kind, geometry, bias, relu)
+def cached_primitive(cache, key, build):
+    """``cache[key]``, made by ``build(library)`` on first use (under one lock, for the
+    convolutions, batch norm, LRN and 3-D convolutions alike), or None where the library
+    does not implement it."""
     try:
-        return _primitives[key]
+        return cache[key]
     except KeyError:
         pass
     lib = library()
     lib.stream()  # the thread's team size first (see _Library.stream)
     with _primitives_lock:
-        if key not in _primitives:
+        if key not in cache:
             try:
-                _primitives[key] = _ConvPrimitive(lib, kind, geometry, bias, relu)
-                log.debug("oneDNN %s %s: %s", kind, geometry, _primitives[key].impl)
+                cache[key] = build(lib)
             except _Unimplemented:
-                _primitives[key] = None
-        return _primitives[key]
+                cache[key] = None
+        return cache[key]
+
+
+def _primitive(kind, g, bias=False, relu=False):
+    pb = max(0, (g.oh - 1) * g.sh + g.kh - g.h - g.pt)
+    pr = max(0, (g.ow - 1) * g.sw + g.kw - g.w - g.pl)
+    geometry = (g.n, g.h, g.w, g.ci, g.kh, g.kw, g.co, g.sh, g.sw, g.oh, g.ow, g.pt, g.pl, pb, pr,
+                getattr(g, "groups", 1))
+
+    def build(lib):
+        conv = _ConvPrimitive(lib, kind, geometry, bias, relu)
+        log.debug("oneDNN %s %s: %s", kind, geometry, conv.impl)
+        return conv
+
+    return cached_primitive(_primitives, (kind, geometry, bias, relu), build)
 
 
 def _serves(g, *arrays):

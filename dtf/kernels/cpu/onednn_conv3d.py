@@ -9,7 +9,6 @@ gradients, against TensorFlow's 3.7 and 2.3.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
@@ -64,7 +63,6 @@ class _Conv3D:
 
 
 _primitives: dict = {}  # (kind, geometry) -> _Conv3D, or None where not served
-_lock = threading.Lock()
 
 
 def geometry(x_shape, w_shape, out, strides, before):
@@ -78,20 +76,7 @@ def geometry(x_shape, w_shape, out, strides, before):
 
 
 def _primitive(kind, geo):
-    key = (kind, geo)
-    try:
-        return _primitives[key]
-    except KeyError:
-        pass
-    lib = onednn.library()
-    lib.stream()  # the thread's team size first (see onednn._Library.stream)
-    with _lock:
-        if key not in _primitives:
-            try:
-                _primitives[key] = _Conv3D(lib, kind, geo)
-            except onednn._Unimplemented:
-                _primitives[key] = None
-        return _primitives[key]
+    return onednn.cached_primitive(_primitives, (kind, geo), lambda lib: _Conv3D(lib, kind, geo))
 
 
 def _served(geo, *arrays):

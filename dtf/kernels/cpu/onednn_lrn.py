@@ -15,7 +15,6 @@ recomputes the norms from the input too.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
@@ -71,24 +70,11 @@ class _LRN:
 
 
 _primitives: dict = {}  # (shape, r, bias, alpha, beta) -> _LRN, or None where not served
-_lock = threading.Lock()
 
 
 def _primitive(shape, r, bias, alpha, beta):
-    key = (shape, r, bias, alpha, beta)
-    try:
-        return _primitives[key]
-    except KeyError:
-        pass
-    lib = onednn.library()
-    lib.stream()  # the thread's team size first (see onednn._Library.stream)
-    with _lock:
-        if key not in _primitives:
-            try:
-                _primitives[key] = _LRN(lib, shape, r, bias, alpha, beta)
-            except onednn._Unimplemented:
-                _primitives[key] = None
-        return _primitives[key]
+    return onednn.cached_primitive(_primitives, (shape, r, bias, alpha, beta),
+                                   lambda lib: _LRN(lib, shape, r, bias, alpha, beta))
 
 
 def _served(r, *arrays) -> bool:

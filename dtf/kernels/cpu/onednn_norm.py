@@ -24,7 +24,6 @@ have been reused); otherwise it masks with our loops.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
@@ -90,24 +89,11 @@ class _BatchNorm:
 
 
 _primitives: dict = {}  # (shape, epsilon, relu) -> _BatchNorm, or None where not served
-_lock = threading.Lock()
 
 
 def _primitive(shape, eps, relu):
-    key = (shape, float(np.float32(eps)), relu)
-    try:
-        return _primitives[key]
-    except KeyError:
-        pass
-    lib = onednn.library()
-    lib.stream()  # the thread's team size first (see onednn._Library.stream)
-    with _lock:
-        if key not in _primitives:
-            try:
-                _primitives[key] = _BatchNorm(lib, shape, eps, relu)
-            except onednn._Unimplemented:
-                _primitives[key] = None
-        return _primitives[key]
+    return onednn.cached_primitive(_primitives, (shape, float(np.float32(eps)), relu),
+                                   lambda lib: _BatchNorm(lib, shape, eps, relu))
 
 
 def _served(*arrays) -> bool:

@@ -74,3 +74,15 @@ def test_elu_its_gradient_and_softplus_are_their_definitions():
     got_sp = REFERENCE["Softplus"]({}, x)
     assert got_sp.dtype == np.float32
     np.testing.assert_allclose(got_sp, want_sp, rtol=1e-6, atol=1e-44)
+
+
+def test_scalars_and_broadcast_gradients():
+    for x in (np.array(-2.0, np.float32), np.array(3.0, np.float32)):
+        np.testing.assert_array_equal(REFERENCE["LeakyRelu"]({"alpha": 0.2}, x),
+                                      np.where(x > 0, x, x * np.float32(0.2)))
+        np.testing.assert_array_equal(REFERENCE["Elu"]({}, x), np.where(x < 0, np.expm1(x), x))
+        np.testing.assert_allclose(REFERENCE["Softplus"]({}, x), np.logaddexp(np.float32(0), x),
+                                   rtol=1e-6)
+    g = RNG.standard_normal((4, 5)).astype(np.float32)
+    y = np.array([-0.5, 0.1, 1.0, -0.9, 2.0], np.float32)
+    np.testing.assert_array_equal(REFERENCE["EluGrad"]({}, g, y), np.where(y < 0, g * (y + 1), g))

@@ -13,9 +13,10 @@ Both passes are cut into row chunks of about ``CHUNK_ELEMENTS`` for the intra-op
 (dtf.kernels.cpu.intra_op); partial sums are added in chunk order, so results do not depend
 on which thread took which chunk.
 
-Training on float32 NHWC tensors goes to oneDNN's batch norm first where it is installed
-(.onednn_norm: faster on tensors that a convolution has just written); the forward with a
-residual add, inference, float64 and 5-D tensors stay here.
+Training on float32 NHWC tensors, and the gradient of inference, go to oneDNN's batch norm
+first where it is installed (.onednn_norm: faster on tensors that a convolution has just
+written); the forward with a residual add, inference's forward, float64 and 5-D tensors
+stay here.
 """
 from __future__ import annotations
 
@@ -174,12 +175,11 @@ def backward(node):
         f2 = as_rows(relu_out, "NHWC") if masked else dy2
         rows, c = x2.shape
         check_vectors(c, scale=scale, reserve_space_1=saved_mean, reserve_space_2=saved_var)
-        if training:
-            done = onednn_norm.backward(dy, x, scale, saved_mean, saved_var, eps, relu_out,
-                                        reserve_3)
-            if done is not None:
-                t = x.dtype
-                return done + (np.zeros((), t), np.zeros((), t))
+        done = onednn_norm.backward(dy, x, scale, saved_mean, saved_var, eps, relu_out,
+                                    reserve_3, training)
+        if done is not None:
+            t = x.dtype
+            return done + (np.zeros((), t), np.zeros((), t))
         mean = saved_mean.astype(np.float64)
         n = _chunk_count(rows, c)
         sums, dots = np.empty((n, c)), np.empty((n, c))

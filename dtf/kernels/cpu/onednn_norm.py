@@ -10,7 +10,8 @@ for our two passes, the gradient 0.75-0.76 against 1.32 (1.54 with the ReLU mask
 are the kernels TensorFlow's own CPU build runs.
 
 What is served: ``is_training`` batch norm whose tensors are float32, 4-D, channels last
-and contiguous, with scale and shift; ReLU fused in (``fuse_norm_relu``). The forward
+and contiguous, with scale and shift; ReLU fused in (``fuse_norm_relu``); and the gradient
+of inference (``use_global_stats``), without a ReLU mask. The forward
 with a residual add before its ReLU is not: this version of the library implements
 ``fuse_norm_add_relu`` only on GPUs. Everything else stays with dtf.kernels.cpu.norm.
 
@@ -31,7 +32,7 @@ from . import onednn
 from .onednn import _P, _Scratch
 
 _BACKWARD = 128  # dnnl_backward
-_USE_SCALE, _USE_SHIFT, _FUSE_RELU = 0x2, 0x4, 0x8  # dnnl_normalization_flags_t
+_GLOBAL_STATS, _USE_SCALE, _USE_SHIFT, _FUSE_RELU = 0x1, 0x2, 0x4, 0x8  # dnnl_normalization_flags_t
 _ARG_MEAN, _ARG_VARIANCE, _ARG_SCALE, _ARG_SHIFT, _ARG_WORKSPACE = 49, 50, 51, 52, 64
 _ARG_DIFF_SCALE, _ARG_DIFF_SHIFT = 255, 256
 _QUERY_WORKSPACE = 135  # dnnl_query_workspace_md
@@ -52,16 +53,18 @@ class Workspace(np.ndarray):
 
 
 class _BatchNorm:
-    """The forward and backward primitives of one shape, epsilon and ReLU choice."""
+    """The forward and backward primitives of one shape, epsilon and ReLU choice;
+    ``global_stats``: the given mean and variance are used (inference), not the batch's."""
 
     __slots__ = ("fwd", "bwd", "fwd_scratch", "bwd_scratch", "ws_md", "ws_bytes", "x_md",
                  "vec_md", "impl", "_pds")
 
-    def __init__(self, lib, shape, eps, relu):
+    def __init__(self, lib, shape, eps, relu, global_stats=False):
         n, h, w, c = shape
         self.x_md = lib.memory_desc([n, c, h, w], [h * w * c, 1, w * c, c])
         self.vec_md = lib.memory_desc([c], [1])
-        flags = ctypes.c_uint(_USE_SCALE | _USE_SHIFT | (_FUSE_RELU if relu else 0))
+        flags = ctypes.c_uint(_USE_SCALE | _USE_SHIFT | (_FUSE_RELU if relu else 0)
+                              | (_GLOBAL_STATS if global_stats else 0))
         eps = ctypes.c_float(eps)
         fwd = _P()
         status = lib.lib.dnnl_batch_normalization_forward_primitive_desc_create(
@@ -88,12 +91,14 @@ class _BatchNorm:
         self.fwd, self.bwd = lib.primitive(fwd), lib.primitive(bwd)
 
 
-_primitives: dict = {}  # (shape, epsilon, relu) -> _BatchNorm, or None where not served
+# (shape, epsilon, relu, global_stats) -> _BatchNorm, or None where not served
+_primitives: dict = {}
 
 
-def _primitive(shape, eps, relu):
-    return onednn.cached_primitive(_primitives, (shape, float(np.float32(eps)), relu),
-                                   lambda lib: _BatchNorm(lib, shape, eps, relu))
+def _primitive(shape, eps, relu, global_stats=False):
+    return onednn.cached_primitive(
+        _primitives, (shape, float(np.float32(eps)), relu, global_stats),
+        lambda lib: _BatchNorm(lib, shape, eps, relu, global_stats))
 
 
 def _served(*arrays) -> bool:
@@ -132,16 +137,18 @@ def forward(x, scale, offset, eps, relu):
     return y, mean, var, ws
 
 
-def backward(dy, x, scale, mean, var, eps, relu_out=None, workspace=None):
-    """(dx, dscale, doffset) of batch norm in training, with dy masked by ``relu_out > 0``
-    first when ``relu_out`` is given, or None where the library does not serve it (with a
-    ReLU: unless ``workspace`` is the forward's for that very relu_out)."""
+def backward(dy, x, scale, mean, var, eps, relu_out=None, workspace=None, training=True):
+    """(dx, dscale, doffset) of batch norm, with dy masked by ``relu_out > 0`` first when
+    ``relu_out`` is given, or None where the library does not serve it (with a ReLU:
+    unless ``workspace`` is the forward's for that very relu_out). ``training`` False: the
+    gradient of inference, where mean and var (the population's) are constants."""
     relu = relu_out is not None
-    if relu and not (isinstance(workspace, Workspace) and workspace.serves(relu_out)):
+    if relu and (not training or not (isinstance(workspace, Workspace)
+                                      and workspace.serves(relu_out))):
         return None
     if not _served(dy, x) or dy.shape != x.shape:
         return None
-    bn = _primitive(x.shape, eps, relu)
+    bn = _primitive(x.shape, eps, relu, not training)
     if bn is None or (relu and workspace.nbytes < bn.ws_bytes):
         return None
     c = x.shape[3]

@@ -17,11 +17,9 @@ from dtf.framework import dtypes
 from dtf.kernels.reference.image import (check_images, linear_taps, nearest_taps, resize_flags,
                                          resize_size)
 from dtf.kernels.registry import register_kernel
-from .intra_op import run_chunks
+from .intra_op import run_ranges
 from .jit_loading import tiered_kernel
 
-# Output elements per chunk handed to an intra-op thread.
-CHUNK_ELEMENTS = 1 << 17
 _GATHER_TYPES = (np.float32, np.float64, np.uint8, np.int8, np.uint16, np.int16, np.int32,
                  np.int64)
 _TYPES = (dtypes.float32, dtypes.float64, dtypes.uint8, dtypes.int8, dtypes.uint16,
@@ -32,16 +30,6 @@ def _jit():
     from . import image_jit
 
     return image_jit
-
-
-def _over(fn, count, per_item):
-    """fn(a, b) over [0, count) in ranges of about CHUNK_ELEMENTS output elements."""
-    per = max(1, CHUNK_ELEMENTS // max(1, per_item))
-    chunks = -(-count // per)
-    if chunks <= 1:
-        fn(0, count)
-    else:
-        run_chunks(lambda k: fn(k * per, min(count, (k + 1) * per)), chunks)
 
 
 def _reference(node):
@@ -65,7 +53,7 @@ def resize_bilinear(node):
             y0, y1, ly = linear_taps(ih, h, align, half)
             x0, x1, lx = linear_taps(iw, w, align, half)
             img = np.ascontiguousarray(images, np.float32)
-            _over(lambda t0, t1: loops.resize_bilinear_rows(img, out, t0, t1, y0, y1, ly, x0, x1, lx),
+            run_ranges(lambda t0, t1: loops.resize_bilinear_rows(img, out, t0, t1, y0, y1, ly, x0, x1, lx),
                   n * h, w * c)
         return out
 
@@ -86,7 +74,7 @@ def resize_bilinear_grad(node):
         if grads.size and out.size:
             y0, y1, ly = linear_taps(h, grads.shape[1], align, half)
             x0, x1, lx = linear_taps(w, grads.shape[2], align, half)
-            _over(lambda b0, b1: loops.resize_bilinear_grad_images(
+            run_ranges(lambda b0, b1: loops.resize_bilinear_grad_images(
                 grads, out, b0, b1, y0, y1, ly, x0, x1, lx), n, grads[0].size)
         return out.astype(np.asarray(original_image).dtype, copy=False)
 
@@ -110,7 +98,7 @@ def resize_nearest(node):
             ys = nearest_taps(ih, h, align, half)
             xs = nearest_taps(iw, w, align, half)
             img = np.ascontiguousarray(images)
-            _over(lambda t0, t1: loops.resize_nearest_rows(img, out, t0, t1, ys, xs), n * h, w * c)
+            run_ranges(lambda t0, t1: loops.resize_nearest_rows(img, out, t0, t1, ys, xs), n * h, w * c)
         return out
 
     return compute
@@ -130,7 +118,7 @@ def resize_nearest_grad(node):
         if grads.size and out.size:
             ys = nearest_taps(h, grads.shape[1], align, half)
             xs = nearest_taps(w, grads.shape[2], align, half)
-            _over(lambda b0, b1: loops.resize_nearest_grad_images(grads, out, b0, b1, ys, xs),
+            run_ranges(lambda b0, b1: loops.resize_nearest_grad_images(grads, out, b0, b1, ys, xs),
                   grads.shape[0], grads[0].size)
         return out
 

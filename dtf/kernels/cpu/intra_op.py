@@ -116,3 +116,16 @@ POOL = IntraOpPool(THREADS - 1)
 def run_chunks(fn, n: int):
     """``fn(i)`` for each of ``n`` chunks over this process's intra-op threads."""
     POOL.run(fn, n)
+
+
+def run_ranges(fn, count, item_elements, chunk_elements=1 << 17):
+    """``fn(a, b)`` over [0, count) in ranges of items (images, rows) of about
+    ``chunk_elements`` elements each (items of ``item_elements``), on the intra-op threads;
+    one call on this thread when it is all one range. Ranges are disjoint, so a kernel
+    that writes only its own items' output never races."""
+    per = max(1, chunk_elements // max(1, item_elements))
+    chunks = -(-count // per)
+    if chunks <= 1:
+        fn(0, count)
+    else:
+        POOL.run(lambda k: fn(k * per, min(count, (k + 1) * per)), chunks)

@@ -26,6 +26,7 @@ from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.nn import check_sparse_xent, check_xent_shapes, spatial_geometry
 from dtf.kernels.registry import register_kernel
 from .elementwise import SLICE_ELEMENTS, over_slices
+from .intra_op import run_ranges
 from .jit_loading import tiered_kernel
 
 
@@ -88,16 +89,8 @@ def avg_pool_grad(node):
         window, _, pads = _pool_params(node, shape)
         dy = _c(dy)
         dx = np.zeros(shape, dy.dtype)
-        n = shape[0]
-        per = max(1, POOL_GRAD_CHUNK_ELEMENTS // max(1, math.prod(shape[1:])))
-        chunks = -(-n // per)
-        if chunks <= 1:
-            into(dy, dx, 0, n, *window, *pads)
-        else:
-            from .intra_op import run_chunks
-
-            run_chunks(lambda k: into(dy, dx, k * per, min(n, (k + 1) * per), *window, *pads),
-                       chunks)
+        run_ranges(lambda b0, b1: into(dy, dx, b0, b1, *window, *pads), shape[0],
+                   math.prod(shape[1:]), POOL_GRAD_CHUNK_ELEMENTS)
         return dx
 
     return compute
@@ -185,14 +178,10 @@ def _softmax_blocks(x2, log):
     """softmax (``log``: log-softmax) of each row of the C-contiguous [rows, classes]
     ``x2``, as the reference computes it (shift by the row's max, exp, sum, then divide or
     subtract the log), block by block of rows over the intra-op threads."""
-    from .intra_op import run_chunks
-
     n, classes = x2.shape
     out = np.empty_like(x2)
-    rows = max(1, BLOCK_BYTES // (classes * x2.itemsize))
 
-    def block(i):
-        r0, r1 = i * rows, min(n, (i + 1) * rows)
+    def block(r0, r1):
         xb, ob = x2[r0:r1], out[r0:r1]
         np.subtract(xb, xb.max(axis=1, keepdims=True), out=ob)
         if log:
@@ -201,11 +190,7 @@ def _softmax_blocks(x2, log):
             np.exp(ob, out=ob)
             ob /= ob.sum(axis=1, keepdims=True)
 
-    count = -(-n // rows)
-    if count == 1:
-        block(0)
-    else:
-        run_chunks(block, count)
+    run_ranges(block, n, classes, BLOCK_BYTES // x2.itemsize)
     return out
 
 
@@ -255,15 +240,8 @@ def top_k(node):
         rows = x2.shape[0]
         values = np.empty((rows, kk), x.dtype)
         indices = np.empty((rows, kk), np.int32)
-        per = max(1, SLICE_ELEMENTS // x2.shape[1])
-        chunks = -(-rows // per)
-        if chunks <= 1:
-            loops.top_k_rows(x2, kk, 0, rows, values, indices)
-        else:
-            from .intra_op import run_chunks
-
-            run_chunks(lambda c: loops.top_k_rows(x2, kk, c * per, min(rows, (c + 1) * per),
-                                                  values, indices), chunks)
+        run_ranges(lambda r0, r1: loops.top_k_rows(x2, kk, r0, r1, values, indices), rows,
+                   x2.shape[1], SLICE_ELEMENTS)
         shape = x.shape[:-1] + (kk,)
         return values.reshape(shape), indices.reshape(shape)
 

@@ -16,6 +16,7 @@ import numpy as np
 from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
 from dtf.kernels.registry import register_kernel
+from .jit_loading import tiered_kernel
 
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 NUMERIC = FLOATS + (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16)
@@ -154,29 +155,24 @@ def _add_n(node):
 SELECT_MIN_ELEMENTS = 1 << 12
 
 
-def _select_factory(node):
-    from .jit_loading import tiered_kernel
+def _select(node):
+    from . import dense_jit
 
-    def loops(node):
-        from . import dense_jit
+    ref = REFERENCE[node.op]
 
-        ref = REFERENCE[node.op]
+    def compute(ctx, c, x, y):
+        if (x.size < SELECT_MIN_ELEMENTS or not c.shape == x.shape == y.shape
+                or c.dtype != np.bool_ or x.dtype != y.dtype or x.dtype == object):
+            return ref(node.attrs, c, x, y)  # broadcasting, row conditions, its errors
+        cf, xf, yf = (np.ascontiguousarray(a).reshape(-1) for a in (c, x, y))
+        out = np.empty(x.shape, x.dtype)
+        of = out.reshape(-1)
+        over_slices(lambda s0, s1: dense_jit._select_into(cf[s0:s1], xf[s0:s1], yf[s0:s1],
+                                                         of[s0:s1]), x.size)
+        return out
 
-        def compute(ctx, c, x, y):
-            if (x.size < SELECT_MIN_ELEMENTS or not c.shape == x.shape == y.shape
-                    or c.dtype != np.bool_ or x.dtype != y.dtype or x.dtype == object):
-                return ref(node.attrs, c, x, y)  # broadcasting, row conditions, its errors
-            cf, xf, yf = (np.ascontiguousarray(a).reshape(-1) for a in (c, x, y))
-            out = np.empty(x.shape, x.dtype)
-            of = out.reshape(-1)
-            over_slices(lambda s0, s1: dense_jit._select_into(cf[s0:s1], xf[s0:s1], yf[s0:s1],
-                                                             of[s0:s1]), x.size)
-            return out
-
-        return compute
-
-    return tiered_kernel(loops)(node)
+    return compute
 
 
 for _op in ("Select", "SelectV2"):
-    register_kernel(_op, "CPU", dtypes=NUMERIC, label="numba blend over slices")(_select_factory)
+    register_kernel(_op, "CPU", dtypes=NUMERIC, label="numba blend over slices")(tiered_kernel(_select))

@@ -29,13 +29,12 @@ import ctypes
 import numpy as np
 
 from . import onednn
-from .onednn import _P, _Scratch
+from .onednn import _ARG_WORKSPACE, _P, _QUERY_WORKSPACE, _Scratch
 
 _BACKWARD = 128  # dnnl_backward
 _GLOBAL_STATS, _USE_SCALE, _USE_SHIFT, _FUSE_RELU = 0x1, 0x2, 0x4, 0x8  # dnnl_normalization_flags_t
-_ARG_MEAN, _ARG_VARIANCE, _ARG_SCALE, _ARG_SHIFT, _ARG_WORKSPACE = 49, 50, 51, 52, 64
+_ARG_MEAN, _ARG_VARIANCE, _ARG_SCALE, _ARG_SHIFT = 49, 50, 51, 52
 _ARG_DIFF_SCALE, _ARG_DIFF_SHIFT = 255, 256
-_QUERY_WORKSPACE = 135  # dnnl_query_workspace_md
 
 
 class Workspace(np.ndarray):

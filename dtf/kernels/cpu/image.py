@@ -20,8 +20,8 @@ from dtf.kernels.registry import register_kernel
 from .intra_op import run_ranges
 from .jit_loading import tiered_kernel
 
-_GATHER_TYPES = (np.float32, np.float64, np.uint8, np.int8, np.uint16, np.int16, np.int32,
-                 np.int64)
+# The image dtypes the loops take; half and bool stay with the reference (the registry's
+# fallback).
 _TYPES = (dtypes.float32, dtypes.float64, dtypes.uint8, dtypes.int8, dtypes.uint16,
           dtypes.int16, dtypes.int32, dtypes.int64)
 
@@ -30,12 +30,6 @@ def _jit():
     from . import image_jit
 
     return image_jit
-
-
-def _reference(node):
-    from dtf.kernels.reference import REFERENCE
-
-    return REFERENCE[node.op]
 
 
 @register_kernel("ResizeBilinear", "CPU", dtypes=_TYPES, label="numba, rows over the intra-op threads")
@@ -84,12 +78,10 @@ def resize_bilinear_grad(node):
 @register_kernel("ResizeNearestNeighbor", "CPU", dtypes=_TYPES, label="numba, rows over the intra-op threads")
 @tiered_kernel
 def resize_nearest(node):
-    attrs, loops, ref = node.attrs, _jit(), _reference(node)
+    attrs, loops = node.attrs, _jit()
 
     def compute(ctx, images, size):
         images = check_images(images)
-        if images.dtype.type not in _GATHER_TYPES:
-            return ref(attrs, images, size)
         h, w = resize_size(size)
         align, half = resize_flags(attrs)
         n, ih, iw, c = images.shape

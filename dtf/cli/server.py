@@ -11,8 +11,9 @@ stops cleanly on SIGTERM or SIGINT.
 from __future__ import annotations
 
 import os
+import select
 import signal
-import threading
+import socket
 import time
 from typing import Optional
 
@@ -76,13 +77,14 @@ def serve(cluster_spec, job_name: str, task_index: int, ready_message=True):
     from dtf.train.server import Server
 
     server = Server(cluster_spec, job_name=job_name, task_index=task_index)
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    # A signal only wakes the loop below through this socket: a handler that set a
+    # threading.Event could run while the main thread holds that Event's lock (inside its
+    # wait) and deadlock, so SIGTERM would never stop the task.
+    woken, waker = socket.socketpair()
+    waker.setblocking(False)
+    signal.set_wakeup_fd(waker.fileno())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, frame: None)  # the wake-up byte does the work
     if ready_message:
         print(f"dtf server /job:{job_name}/task:{task_index} listening on "
               f"{server.target[len('grpc://'):]} pid {os.getpid()}", flush=True)
@@ -91,10 +93,9 @@ def serve(cluster_spec, job_name: str, task_index: int, ready_message=True):
 
     jit_loading.preload_for_server()
     next_summary = time.monotonic() + SUMMARY_EVERY_S
-    while not stop.wait(0.5):
-        if time.monotonic() >= next_summary:
-            next_summary += SUMMARY_EVERY_S
-            _log_summary(server)
+    while not select.select([woken], [], [], max(0.0, next_summary - time.monotonic()))[0]:
+        next_summary += SUMMARY_EVERY_S
+        _log_summary(server)
     _log_summary(server)
     server.stop()
     return 0

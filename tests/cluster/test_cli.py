@@ -222,6 +222,31 @@ def test_server_with_classic_flags(tmp_path):
 
 
 @pytest.mark.cluster
+def test_server_stops_on_sigterm_sent_as_it_starts_serving(tmp_path):
+    """SIGTERM right after the ready line used to deadlock one server in about twenty: the
+    handler set an Event whose lock the main thread held inside Event.wait."""
+    ports = [free_port() for _ in range(4)]
+    spec = "worker|" + ";".join(f"127.0.0.1:{p}" for p in ports)
+    procs = [subprocess.Popen([sys.executable, "-m", "dtf", "server", f"--cluster_spec={spec}",
+                               "--job_name=worker", f"--task_index={i}"], cwd=tmp_path,
+                              stdout=subprocess.PIPE, text=True) for i in range(len(ports))]
+    try:
+        for proc in procs:
+            assert "listening on" in proc.stdout.readline()
+            proc.send_signal(signal.SIGTERM)
+        for i, proc in enumerate(procs):
+            try:
+                assert proc.wait(20) == 0, f"worker:{i} exited with {proc.returncode}"
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"worker:{i} (pid {proc.pid}) did not stop within 20 s of SIGTERM")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+
+
+@pytest.mark.cluster
 def test_status_does_not_load_numba(cluster_dir):
     r = subprocess.run([sys.executable, "-X", "importtime", "-m", "dtf", "status"], cwd=cluster_dir,
                        capture_output=True, text=True, timeout=TIMEOUT_S)

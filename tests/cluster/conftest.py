@@ -21,7 +21,8 @@ class TaskProcess:
         self.proc = None
 
     def start(self, timeout=30.0):
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # A task that crashes before its ready line prints its native stack (faulthandler).
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dtf", "server", f"--cluster_spec={self.spec}",
              f"--job_name={self.job}", f"--task_index={self.index}"],
@@ -35,9 +36,11 @@ class TaskProcess:
                 return self
             if self.proc.poll() is not None:
                 break
-        out = line + (self.proc.stdout.read() if self.proc.poll() is not None else "")
+        code = self.proc.poll()
+        out = line + (self.proc.stdout.read() if code is not None else "")
         self.kill()
-        raise RuntimeError(f"task {self.job}:{self.index} did not start: {out}")
+        how = f"exited with code {code}" if code is not None else f"not ready in {timeout} s"
+        raise RuntimeError(f"task {self.job}:{self.index} did not start ({how}): {out}")
 
     @property
     def pid(self):

@@ -1,17 +1,23 @@
 """Softmax and LogSoftmax's CPU kernels (row blocks over the intra-op threads,
 dtf.kernels.cpu.nn) against the numpy reference: several blocks with a short last one,
 rows wider and narrower than a block, N-D inputs (softmax over the last axis), strided
-inputs, NaN and infinities, float64, and small inputs on the reference itself."""
+inputs, NaN and infinities, float64, and small inputs on the reference itself. With oneDNN
+off: its softmax is tests/unit/test_softmax_onednn.py's."""
 import numpy as np
 import pytest
 
 import dtf as tf
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
-from dtf.kernels.cpu import nn
+from dtf.kernels.cpu import nn, onednn
 from dtf.kernels.reference import REFERENCE
 
 RNG = np.random.default_rng(8)
+
+
+@pytest.fixture(autouse=True)
+def numpy_blocks(monkeypatch):
+    monkeypatch.setattr(onednn, "ENABLED", False)
 
 
 def _kernel(op, dtype):

@@ -25,6 +25,7 @@ from dtf.framework import dtypes
 from dtf.kernels.reference import REFERENCE
 from dtf.kernels.reference.nn import check_sparse_xent, check_xent_shapes, spatial_geometry
 from dtf.kernels.registry import register_kernel
+from . import onednn_softmax
 from .elementwise import SLICE_ELEMENTS, over_slices
 from .intra_op import run_ranges
 from .jit_loading import tiered_kernel
@@ -202,21 +203,27 @@ def _softmax_kernel(log):
             # Small inputs: the reference's five numpy calls are all there is to it.
             if x.ndim < 1 or x.size < WIDE_MIN_ELEMENTS or not x.shape[-1]:
                 return ref(attrs, x)
-            return _softmax_blocks(_c(x).reshape(-1, x.shape[-1]), log).reshape(x.shape)
+            x = _c(x)
+            y = None if log else onednn_softmax.softmax(x)
+            if y is not None:
+                return y
+            return _softmax_blocks(x.reshape(-1, x.shape[-1]), log).reshape(x.shape)
 
         return compute
 
     return factory
 
 
-# Not a Numba loop (its exp is a scalar call): numpy's vectorized passes over row blocks
-# that stay in a core's cache, on the intra-op threads. 32x32x32x64 float32 with the input
-# fed: 8.1 ms as the reference's whole-array passes, 3.6 in blocks, TensorFlow 1.2 (numpy's
-# reductions along rows this short pay per row: the max alone takes 3.3 ms on one thread).
-register_kernel("Softmax", "CPU", dtypes=FLOATS, label="numpy in row blocks over the intra-op threads")(
-    _softmax_kernel(False))
-register_kernel("LogSoftmax", "CPU", dtypes=FLOATS, label="numpy in row blocks over the intra-op threads")(
-    _softmax_kernel(True))
+# Softmax in float32 from 32K elements on oneDNN's (.onednn_softmax: 32x32x32x64 in 1.2
+# ms); else, and LogSoftmax always, not a Numba loop (its exp is a scalar call) but
+# numpy's vectorized passes over row blocks that stay in a core's cache, on the intra-op
+# threads. 32x32x32x64 float32 with the input fed: 8.1 ms as the reference's whole-array
+# passes, 3.6 in blocks (numpy's reductions along rows this short pay per row: the max
+# alone takes 3.3 ms on one thread).
+_BLOCKS_LABEL = "numpy in row blocks over the intra-op threads"
+register_kernel("Softmax", "CPU", dtypes=FLOATS, label="oneDNN from 32K float32 elements, else "
+                + _BLOCKS_LABEL)(_softmax_kernel(False))
+register_kernel("LogSoftmax", "CPU", dtypes=FLOATS, label=_BLOCKS_LABEL)(_softmax_kernel(True))
 
 
 # Up to this k, top-k inserts into a sorted list of k per row (O(n k)); beyond, the

@@ -215,11 +215,12 @@ def fuse(steps, feed_slots, fetch_slots, device_type="CPU"):
         return steps
     # Imported here: plans are built after the CPU kernels load, ``import dtf`` is not.
     from dtf.kernels.cpu.fused import TEMPLATES
-    from dtf.runtime import fusion_norm, fusion_pool
+    from dtf.runtime import fusion_norm, fusion_pool, fusion_softmax
 
     pinned = set(feed_slots) | set(fetch_slots)
     steps = fusion_norm.fuse_relu_grads(fusion_norm.fuse_relu_tails(steps, pinned), pinned)
     steps = fusion_pool.fuse_pool_relu_grads(steps, pinned)
+    steps = fusion_softmax.fuse_softmax_grads(steps, pinned)
     parent = _absorbing_consumers(steps, pinned, TEMPLATES)
     groups = _groups(steps, parent)
     if not groups:

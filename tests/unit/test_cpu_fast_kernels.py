@@ -200,6 +200,36 @@ def test_sums_over_a_run_of_axes_are_bit_identical(op, dtype, shape, axes):
         check(op, {"keep_dims": False, "T": dtypes.as_dtype(dtype)}, x[::-1], ints(*axes))
 
 
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Max", "Min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axes", [((300, 64), (1,)), ((5000, 9), (-1,)), ((7, 1), (1,)),
+                                        ((4, 3, 8), (1, 2)), ((3, 5, 17), (0, 1, 2)),
+                                        ((1, 128), (1,)), ((9, 129), (1,)), ((4, 0), (1,)),
+                                        ((2, 3, 7), (2,)), ((6, 5, 4), (1,))])
+def test_reductions_over_short_rows_are_bit_identical(op, dtype, shape, axes):
+    """Rows of up to math.SHORT_ROW_MAX elements (the trailing axes reduced) in the Numba
+    loops, with NaN, infinities and signed zeros among the values; wider rows, other axes
+    and strided inputs through numpy: numpy's values either way, bit for bit (sums added
+    in numpy's pairwise order)."""
+    from dtf.kernels.cpu import jit_loading, math as cpu_math
+
+    assert jit_loading.wait(120)
+    x = (RNG.normal(size=shape) * 10.0 ** RNG.uniform(-3, 3, size=shape)).astype(dtype)
+    flat = x.reshape(-1)
+    if flat.size > 40:
+        flat[[3, 17, 29]] = [np.nan, np.inf, -0.0]
+        flat[-1] = -np.inf
+    attrs = {"keep_dims": False, "T": dtypes.as_dtype(dtype)}
+    if op in ("Max", "Min") and x.size == 0:
+        check_same_error(op, attrs, x, ints(*axes))
+        return
+    for keep in (False, True):
+        got = check(op, dict(attrs, keep_dims=keep), x, ints(*axes))
+        assert np.signbit(got).tolist() == np.signbit(REFERENCE[op](dict(attrs, keep_dims=keep), x, ints(*axes))).tolist()
+    check(op, attrs, x[::-1], ints(*axes))  # reversed rows: a view, numpy's
+    assert cpu_math.SHORT_ROW_MAX == 128
+
+
 @pytest.mark.parametrize("op", ["Sum", "Prod", "Max", "Min"])
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.float16, np.float64])
 def test_reductions_keep_dtype(op, dtype):

@@ -1,5 +1,6 @@
 """The Numba loops behind the bias gradient and Mean over pixels (sums over a run of axes),
-UnsortedSegmentSum, Select and the gradient-descent update.
+sums, maxima and minima of short rows, UnsortedSegmentSum, Select and the gradient-descent
+update.
 Imported only when a plan first needs one, so ``import dtf`` never loads the compiler.
 
 On the small tensors of a training step numpy's fixed cost per call dominates: a column
@@ -26,6 +27,84 @@ def _sum_middle(x):
             for j in range(m):
                 out[i, j] += x[i, k, j]
     return out
+
+
+@njit(**_JIT)
+def _row_sums(x, zero, out, r0, r1):
+    """out[i] = the sum of row i of the C-contiguous [rows, n] x (n <= 128) for rows r0 to
+    r1, in numpy's order for a contiguous row (eight running sums, combined pairwise, then
+    the rest; rows under 8 in order), started from ``zero`` as numpy's reduction starts
+    from its identity: bit for bit np.add.reduce(x, axis=1)."""
+    n = x.shape[1]
+    for i in range(r0, r1):
+        row = x[i]
+        if n < 8:
+            res = zero
+            for k in range(n):
+                res += row[k]
+        else:
+            s0, s1, s2, s3 = row[0], row[1], row[2], row[3]
+            s4, s5, s6, s7 = row[4], row[5], row[6], row[7]
+            k = 8
+            end = n - n % 8
+            while k < end:
+                s0 += row[k]
+                s1 += row[k + 1]
+                s2 += row[k + 2]
+                s3 += row[k + 3]
+                s4 += row[k + 4]
+                s5 += row[k + 5]
+                s6 += row[k + 6]
+                s7 += row[k + 7]
+                k += 8
+            res = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+            while k < n:
+                res += row[k]
+                k += 1
+        out[i] = zero + res
+
+
+@njit(**_JIT)
+def _better(v, m, largest):
+    return v if (v > m if largest else v < m) else m
+
+
+@njit(**_JIT)
+def _row_extremes(x, largest, out, r0, r1):
+    """out[i] = the maximum (``largest``) or minimum of row i of the C-contiguous
+    [rows, n] x (n >= 1) for rows r0 to r1; NaN wherever the row has one, as np.maximum
+    and np.minimum give. Eight running extremes, as _row_sums keeps sums, and the NaN test
+    kept apart from the comparisons: a chain of selects through one value does not
+    vectorize (1.0 ms on 32768 rows of 64 against 0.63 on one core)."""
+    n = x.shape[1]
+    for i in range(r0, r1):
+        row = x[i]
+        m = row[0]
+        nan = False
+        k = 0
+        if n >= 8:
+            m0, m1, m2, m3 = row[0], row[1], row[2], row[3]
+            m4, m5, m6, m7 = row[4], row[5], row[6], row[7]
+            end = n - n % 8
+            k = 8
+            while k < end:
+                m0 = _better(row[k], m0, largest)
+                m1 = _better(row[k + 1], m1, largest)
+                m2 = _better(row[k + 2], m2, largest)
+                m3 = _better(row[k + 3], m3, largest)
+                m4 = _better(row[k + 4], m4, largest)
+                m5 = _better(row[k + 5], m5, largest)
+                m6 = _better(row[k + 6], m6, largest)
+                m7 = _better(row[k + 7], m7, largest)
+                k += 8
+            m = _better(_better(_better(m1, m0, largest), _better(m3, m2, largest), largest),
+                        _better(_better(m5, m4, largest), _better(m7, m6, largest), largest),
+                        largest)
+        for j in range(k, n):
+            m = _better(row[j], m, largest)
+        for j in range(n):
+            nan |= row[j] != row[j]
+        out[i] = np.nan if nan else m
 
 
 @njit(**_JIT)

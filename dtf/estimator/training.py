@@ -12,7 +12,9 @@ import time
 
 from dtf.estimator.model_fn import validate_hooks
 from dtf.estimator.run_config import TaskType
+from dtf.framework import errors
 from dtf.train.basic_session_run_hooks import CheckpointSaverListener, SecondOrStepTimer
+from dtf.train.saver import checkpoint_exists
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 
@@ -129,9 +131,18 @@ class _Evaluator:
             log.info("No new checkpoint ready for evaluation. Skip the current evaluation pass as "
                      "evaluation results are expected to be same for the same checkpoint.")
             return None
-        metrics = self._estimator.evaluate(
-            input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
-            name=self._eval_spec.name, checkpoint_path=latest, hooks=self._eval_spec.hooks)
+        try:
+            metrics = self._estimator.evaluate(
+                input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
+                name=self._eval_spec.name, checkpoint_path=latest, hooks=self._eval_spec.hooks)
+        except errors.NotFoundError:
+            if checkpoint_exists(latest):
+                raise
+            # The chief deleted it meanwhile (it keeps keep_checkpoint_max of them): a newer
+            # one is there for the next pass, where TF's evaluator would stop with the error.
+            log.warning("Checkpoint %s was deleted before it could be evaluated; evaluating "
+                        "the latest one in the next pass.", latest)
+            return None
         final = bool(self._max_training_steps) and \
             metrics["global_step"] >= self._max_training_steps
         self.export_results = self._export(metrics, latest, final)

@@ -435,6 +435,35 @@ def test_train_and_evaluate_locally(tmp_path, throttle_secs, evaluated_at):
     np.testing.assert_allclose(metrics["loss"], np.mean((X @ w + b - Y) ** 2), rtol=1e-5)
 
 
+def test_evaluator_skips_a_checkpoint_deleted_under_it(tmp_path, monkeypatch, caplog):
+    """The chief keeps keep_checkpoint_max checkpoints; one the evaluator picked can be gone
+    by the time it restores it: that pass is skipped and the next takes the newest."""
+    from dtf.estimator.training import _Evaluator
+
+    est = make_estimator(tmp_path, save_checkpoints_steps=2)
+    est.train(full_batch_input_fn, max_steps=4)
+    newest = est.latest_checkpoint()
+    spec = tf.estimator.EvalSpec(full_batch_input_fn, steps=1, name="gone")
+    evaluator = _Evaluator(est, spec)
+    monkeypatch.setattr(est, "latest_checkpoint", lambda: os.path.join(est.model_dir, "model.ckpt-2"))
+    for suffix in (".index", ".data-00000-of-00001", ".meta"):  # as the chief's Saver deletes it
+        path = os.path.join(est.model_dir, "model.ckpt-2" + suffix)
+        if os.path.exists(path):
+            os.remove(path)
+    with caplog.at_level("WARNING", logger="dtf"):
+        assert evaluator.evaluate() is None
+    assert "model.ckpt-2 was deleted before it could be evaluated" in caplog.text
+    monkeypatch.setattr(est, "latest_checkpoint", lambda: newest)
+    assert evaluator.evaluate()["global_step"] == 4
+    # a checkpoint that is there but lacks a variable is an error, not a skipped pass
+    other = make_estimator(tmp_path / "other")
+    monkeypatch.setattr(other, "latest_checkpoint", lambda: newest)
+    monkeypatch.setattr(other, "_model_fn", lambda features, labels, mode, config: tf.estimator.EstimatorSpec(
+        mode, loss=tf.reduce_sum(tf.get_variable("absent", [1])) + tf.reduce_sum(features["x"])))
+    with pytest.raises(tf.errors.NotFoundError):
+        _Evaluator(other, spec).evaluate()
+
+
 def test_train_and_evaluate_spec_errors(tmp_path):
     with pytest.raises(TypeError, match="`input_fn` must be callable"):
         tf.estimator.TrainSpec(1)

@@ -124,6 +124,16 @@ def _short_rows(x, ax, dtype):
     return (x.size // n, n) if n <= SHORT_ROW_MAX else None
 
 
+def _float_kernel(node) -> bool:
+    return node.attrs.get("T") in (dtypes.float32, dtypes.float64)
+
+
+def _reduction_setup(node):
+    """(dtype, keep_dims, axes_of) of a float reduction node's loops."""
+    return (np.dtype(node.attrs["T"].as_numpy_dtype), node.attrs.get("keep_dims", False),
+            _axes_cache())
+
+
 def _reduce_rows(loop, x, rows, n, *args):
     """``loop(x2, *args, out, r0, r1)`` over the rows of ``x`` viewed as [rows, n], on the
     intra-op threads; the [rows] result."""
@@ -136,11 +146,9 @@ def _extreme_reduction(largest):
     """Max (``largest``) or Min: float rows in a loop (see SHORT_ROW_MAX), else numpy."""
     def factory(node):
         numpy_reduce = _ufunc_reduction(np.maximum if largest else np.minimum, False)(node)
-        t = node.attrs.get("T")
-        if t not in (dtypes.float32, dtypes.float64):
+        if not _float_kernel(node):
             return numpy_reduce
-        dtype, keep = np.dtype(t.as_numpy_dtype), node.attrs.get("keep_dims", False)
-        axes_of = _axes_cache()
+        dtype, keep, axes_of = _reduction_setup(node)
 
         def with_numba():
             from .dense_jit import _row_extremes
@@ -204,11 +212,9 @@ def reduce_sum(node):
     short rows (``_short_rows``), runs a Numba loop; the rest numpy. Both add in numpy's
     order."""
     numpy_sum = _ufunc_reduction(np.add, True)(node)
-    t = node.attrs.get("T")
-    if t not in (dtypes.float32, dtypes.float64):
+    if not _float_kernel(node):
         return numpy_sum
-    dtype, keep = np.dtype(t.as_numpy_dtype), node.attrs.get("keep_dims", False)
-    axes_of = _axes_cache()
+    dtype, keep, axes_of = _reduction_setup(node)
 
     def with_numba():
         from .dense_jit import _row_sums, _sum_middle

@@ -32,7 +32,8 @@ SMALLEST_ELEMENTS = 1 << 15
 
 
 class _Softmax:
-    """An inference forward and the gradient for one [rows, classes] shape and kind."""
+    """The gradient, and for softmax (not log-softmax: see ``softmax``) an inference
+    forward, for one [rows, classes] shape and kind."""
 
     __slots__ = ("forward", "backward", "forward_scratch", "backward_scratch", "md", "impl",
                  "_pds")
@@ -40,8 +41,10 @@ class _Softmax:
     def __init__(self, lib, rows, classes, log):
         self.md = md = lib.memory_desc([rows, classes], [classes, 1])
         alg = _SOFTMAX_LOG if log else _SOFTMAX_ACCURATE
+        props = (onednn._FORWARD_TRAINING,) if log else (onednn._FORWARD_TRAINING,
+                                                         onednn._FORWARD_INFERENCE)
         pds = self._pds = []
-        for prop in (onednn._FORWARD_INFERENCE, onednn._FORWARD_TRAINING):
+        for prop in props:
             pd = _P()
             self._check(lib, lib.lib.dnnl_softmax_forward_primitive_desc_create(
                 ctypes.byref(pd), lib.engine, prop, alg, md, md, 1, lib.attr), "softmax forward")
@@ -49,13 +52,15 @@ class _Softmax:
         bwd = _P()
         # The training forward is only the backward's hint: it is never run.
         self._check(lib, lib.lib.dnnl_softmax_backward_primitive_desc_create(
-            ctypes.byref(bwd), lib.engine, alg, md, md, md, 1, pds[1], lib.attr), "softmax backward")
+            ctypes.byref(bwd), lib.engine, alg, md, md, md, 1, pds[0], lib.attr), "softmax backward")
         pds.append(bwd)
-        self.impl = (lib.impl(pds[0]), lib.impl(bwd))
+        self.impl = tuple(lib.impl(pd) for pd in pds[1:])
         if any(i.startswith("ref") for i in self.impl):  # the library's plain loops
             raise onednn._Unimplemented("softmax")
-        self.forward_scratch, self.backward_scratch = _Scratch(lib, pds[0]), _Scratch(lib, bwd)
-        self.forward, self.backward = lib.primitive(pds[0]), lib.primitive(bwd)
+        self.backward_scratch, self.backward = _Scratch(lib, bwd), lib.primitive(bwd)
+        self.forward_scratch = self.forward = None
+        if not log:
+            self.forward_scratch, self.forward = _Scratch(lib, pds[1]), lib.primitive(pds[1])
 
     @staticmethod
     def _check(lib, status, what):

@@ -22,8 +22,6 @@ import numpy as np
 from dtf.framework.graph_def import NodeDef
 from dtf.runtime.fusion_norm import _failure, _readers, _same_float
 
-_MULS = ("Mul",)
-_SUBS = ("Sub",)
 _INPUTS = {"Mul": 2, "Sub": 2, "Sum": 2, "Exp": 1, "Softmax": 1, "LogSoftmax": 1}
 
 
@@ -47,8 +45,8 @@ def fuse_softmax_grads(steps, pinned):
 
     chains = {}  # last step -> (its chain's step indices, first to last; g, y, axes slots; log)
     for last, step in enumerate(steps):
-        found = _softmax_chain(steps, producer, last, op, inner) if op(last) in _MULS else \
-            _log_softmax_chain(steps, producer, last, op, inner) if op(last) in _SUBS else None
+        found = _softmax_chain(steps, producer, last, op, inner) if op(last) == "Mul" else \
+            _log_softmax_chain(steps, producer, last, op, inner) if op(last) == "Sub" else None
         if found is not None:
             chains[last] = found
     if not chains:
@@ -72,7 +70,7 @@ def _softmax_chain(steps, producer, last, op, inner):
         sub_slot, y = steps[last][1][sub_pos], steps[last][1][1 - sub_pos]
         sub = producer.get(sub_slot)
         yp = producer.get(y)
-        if sub is None or yp is None or op(sub) not in _SUBS or op(yp) != "Softmax" \
+        if sub is None or yp is None or op(sub) != "Sub" or op(yp) != "Softmax" \
                 or steps[yp][2] != y or not inner(sub, last):
             continue
         g, sum_slot = steps[sub][1]
@@ -81,7 +79,7 @@ def _softmax_chain(steps, producer, last, op, inner):
             continue
         total, mul_slot, axes = found
         mul = producer.get(mul_slot)
-        if mul is None or op(mul) not in _MULS or sorted(steps[mul][1]) != sorted((g, y)) \
+        if mul is None or op(mul) != "Mul" or sorted(steps[mul][1]) != sorted((g, y)) \
                 or g == y or not inner(mul, total) or not _same_float(steps[yp][4], steps[last][4]):
             continue
         return (mul, total, sub, last), g, y, axes, False
@@ -92,7 +90,7 @@ def _log_softmax_chain(steps, producer, last, op, inner):
     """g - Sum(g) * Exp(y), ending at the Sub ``last``."""
     g, mul_slot = steps[last][1]
     mul = producer.get(mul_slot)
-    if mul is None or op(mul) not in _MULS or not inner(mul, last):
+    if mul is None or op(mul) != "Mul" or not inner(mul, last):
         return None
     for sum_pos in (0, 1):
         found = _sum_of(steps, producer, steps[mul][1][sum_pos], op)

@@ -46,6 +46,20 @@ class TaskProcess:
     def pid(self):
         return self.proc.pid
 
+    def freeze(self, timeout=10.0):
+        """SIGSTOPs the task and returns once every thread of it has stopped: kill() returns
+        before that, and on a loaded machine a thread that is not the one the kernel picked
+        to take the signal can still answer a message in between."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while not _all_threads_stopped(self.proc.pid):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"task {self.job}:{self.index} did not stop in {timeout} s")
+            time.sleep(0.002)
+
+    def thaw(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)
@@ -58,6 +72,20 @@ class TaskProcess:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def _all_threads_stopped(pid) -> bool:
+    """Whether /proc shows every thread of ``pid`` stopped (state T)."""
+    threads = f"/proc/{pid}/task"
+    for tid in os.listdir(threads):
+        try:
+            with open(f"{threads}/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]  # the name may hold spaces
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        if state != "T":
+            return False
+    return True
 
 
 class Cluster:

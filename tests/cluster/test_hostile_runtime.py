@@ -128,12 +128,12 @@ def test_a_hung_ps_that_answers_again_does_not_send_training_back(make_cluster, 
     worker = _example("between_graph_async.py", *_trainer_args(ckpt, 300, 20, "--step_delay=0.01"),
                       tf_config=_worker_config(cl, 0))
     _wait_for_checkpoint(ckpt, 40, worker)
-    ps_pid = cl.tasks[("ps", 0)].pid
-    os.kill(ps_pid, signal.SIGSTOP)
+    ps = cl.tasks[("ps", 0)]
+    ps.freeze()
     try:
         time.sleep(HANG_S)
     finally:
-        os.kill(ps_pid, signal.SIGCONT)
+        ps.thaw()
     code, out = _finish(worker, timeout=60)
     assert code == 0, out
     assert "Restoring parameters" not in out and "preemption" not in out, out
@@ -144,20 +144,20 @@ def test_a_session_waits_out_a_hung_master(make_cluster):
     import threading
 
     cl = make_cluster(worker=1).start_all()
-    pid = cl.tasks[("worker", 0)].pid
+    master = cl.tasks[("worker", 0)]
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [])
         y = x * 2.0
         with tf.Session(cl.target("worker", 0)) as sess:
             assert sess.run(y, {x: 1.0}) == 2.0
-            os.kill(pid, signal.SIGSTOP)
-            resume = threading.Timer(HANG_S, os.kill, (pid, signal.SIGCONT))
+            master.freeze()
+            resume = threading.Timer(HANG_S, master.thaw)
             resume.start()
             try:
                 assert sess.run(y, {x: 3.0}) == 6.0  # answered once the master runs again
             finally:
                 resume.cancel()
-                os.kill(pid, signal.SIGCONT)
+                master.thaw()
 
 
 PROGRESS_JOB = textwrap.dedent("""\

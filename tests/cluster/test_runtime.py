@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 
@@ -224,12 +223,12 @@ def test_step_timeout_names_the_task(make_cluster):
         b = a * 3.0
     with tf.Session(cl.target("worker", 0)) as sess:
         assert sess.run(b) == 6.0
-        os.kill(frozen.pid, signal.SIGSTOP)
+        frozen.freeze()
         try:
             with pytest.raises((errors.DeadlineExceededError, errors.UnavailableError), match="task:1"):
                 sess.run(b, options=tf.RunOptions(timeout_in_ms=300))
         finally:
-            os.kill(frozen.pid, signal.SIGCONT)
+            frozen.thaw()
 
 
 def test_restarted_task_aborts_the_next_step_then_recovers(make_cluster):

@@ -54,6 +54,7 @@ class TaskProcess:
         deadline = time.monotonic() + timeout
         while not _all_threads_stopped(self.proc.pid):
             if time.monotonic() > deadline:
+                self.thaw()  # not left stopped for the teardown to wait out
                 raise RuntimeError(f"task {self.job}:{self.index} did not stop in {timeout} s")
             time.sleep(0.002)
 

@@ -69,15 +69,8 @@ def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=Non
                          ps_config=None):
     """Starts ``num_workers`` worker and ``num_ps`` ps servers in this process on free
     127.0.0.1 ports; returns (workers, ps_servers) as TF does."""
-    import socket
-
     from dtf.train.cluster_spec import ClusterSpec
-    from dtf.train.server import Server
-
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    from dtf.train.server import Server, free_port
 
     spec = ClusterSpec({"worker": [f"localhost:{free_port()}" for _ in range(num_workers)],
                         "ps": [f"localhost:{free_port()}" for _ in range(num_ps)]})

@@ -107,7 +107,21 @@ class Server:
         return False
 
 
+# Ports this process has handed out. The kernel may give the same ephemeral port to two
+# bind(0) calls once the first socket is closed, so a cluster built from several
+# free_port() calls could list one address twice; remembering them rules that out.
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A 127.0.0.1 TCP port free now and not returned before by this process."""
+    with _handed_out_lock:
+        for _ in range(100):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                return port
+    raise OSError("no free 127.0.0.1 port that this process has not handed out already")

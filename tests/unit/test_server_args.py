@@ -15,3 +15,12 @@ def test_out_of_range_task_index():
 def test_unknown_job():
     with pytest.raises(tf.errors.InternalError, match='Job "ps" was not defined in cluster'):
         tf.train.Server(CLUSTER, job_name="ps", task_index=0, start=False)
+
+
+def test_free_port_never_hands_out_one_port_twice():
+    # A cluster.toml built from several free_port() calls once listed one address for two
+    # workers: the kernel gives a closed ephemeral port out again.
+    from dtf.train.server import free_port
+
+    ports = [free_port() for _ in range(500)]
+    assert len(set(ports)) == len(ports)

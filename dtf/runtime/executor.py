@@ -11,8 +11,9 @@ import time
 import numpy as np
 
 from dtf.framework import errors
-from dtf.framework.op_registry import get_op_def, has_op
+from dtf.framework.op_registry import get_op_def
 from dtf.runtime import fusion
+from dtf.runtime.constant_folding import split_constants
 from dtf.runtime.dataflow_units import dataflow_units
 from dtf.kernels import registry as kernel_registry
 from dtf.kernels.registry import WouldBlock
@@ -416,59 +417,6 @@ def _drop_unread_outputs(steps, fetch_slots):
             for st in steps]
 
 
-def _split_constants(steps, fold=False):
-    """(steps to run, constant steps): a step whose kernel has a ``constant_output`` and
-    no control inputs (one with them would let its consumers run before what it waits
-    for) need not run; its value is in the plan's initial slots. With ``fold``, so is a
-    stateless op's whose inputs are all such values (see _fold)."""
-    run, constants, known = [], [], {}
-    for st in steps:
-        if st.nout == 1 and st.keep and not st.node.control_inputs:
-            if not hasattr(st.compute, "constant_output") and fold:
-                st = _fold(st, known)
-            if hasattr(st.compute, "constant_output"):
-                constants.append(st)
-                known[st.out] = st.compute.constant_output
-                continue
-        run.append(st)
-    return run, constants
-
-
-# The largest value a folded step may keep in its plan for good.
-FOLD_MAX_BYTES = 64 << 10
-# Stateless ops that still must run every step: their value depends on the file system
-# (MatchingFiles), comes from user code (PyFuncStateless), or they make a resource.
-NEVER_FOLDED = frozenset({"MatchingFiles", "PyFuncStateless", "TensorArrayNew"})
-
-
-def _fold(st, known):
-    """``st`` as a constant step when its op is stateless, all its inputs are constant
-    values (``known``: slot -> value) and its kernel computes it now without a step
-    (it is called without a context), else ``st`` as it was. Why: of a word2vec worker
-    step's ~225 kernels, about 50 (Reshape, Pack, ConcatV2, Fill, Range, StridedSlice...)
-    recompute the same small shapes and index arrays from constants every step, each a
-    kernel call and a dataflow turn; TF's constant folding removes them too. A kernel that
-    fails here runs, and fails, in the step as before."""
-    if not st.ins or any(i not in known for i in st.ins):
-        return st
-    op = st.node.op
-    if op in NEVER_FOLDED or not has_op(op) or get_op_def(op).stateful:  # a fused group: no op
-        return st
-    try:
-        with np.errstate(all="ignore"):
-            value = st.compute(None, *[known[i] for i in st.ins])
-    except Exception:  # noqa: BLE001 - the step runs instead, raising where it always did
-        return st
-    if type(value) is not np.ndarray or value.nbytes > FOLD_MAX_BYTES:
-        return st
-
-    def compute(ctx, *inputs):
-        return value
-
-    compute.constant_output = value
-    return Step(compute, st.ins, st.out, 1, st.node)
-
-
 def _record_constants(stats, constants):
     now = int(time.time() * 1e6)
     for st in constants:
@@ -662,8 +610,9 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
     # Fusion gives its groups back as (compute, ins, out, nout, node) tuples.
     steps = [st if isinstance(st, Step) else Step(*st)
              for st in fusion.fuse(steps, feed_slots, fetch_slots, device_type)]
-    steps, constants = _split_constants(_drop_unread_outputs(steps, fetch_slots),
-                                        fold=device_type == "CPU")
+    steps, constants = split_constants(_drop_unread_outputs(steps, fetch_slots),
+                                       fold=device_type == "CPU", fetch_slots=fetch_slots,
+                                       targets=targets)
     steps = _dropping_reads(steps, {st.out for st in steps if st.compute is _deref})
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking,
                 constants)

@@ -79,11 +79,29 @@ def _softmax_chain(steps, producer, last, op, inner):
             continue
         total, mul_slot, axes = found
         mul = producer.get(mul_slot)
-        if mul is None or op(mul) != "Mul" or sorted(steps[mul][1]) != sorted((g, y)) \
-                or g == y or not inner(mul, total) or not _same_float(steps[yp][4], steps[last][4]):
+        if mul is None or op(mul) != "Mul" or y not in steps[mul][1] or g == y \
+                or not _same_value(steps, producer, steps[mul][1][steps[mul][1].index(y) - 1], g) \
+                or not inner(mul, total) or not _same_float(steps[yp][4], steps[last][4]):
             continue
         return (mul, total, sub, last), g, y, axes, False
     return None
+
+
+def _same_value(steps, producer, a, b) -> bool:
+    """Slots ``a`` and ``b`` hold one value: they are one slot, or reads of one variable
+    (a consumer that fusion may merge reads it in a deref step of its own, another in its
+    kernel from the variable's slot itself), as a gradient fed from a variable is."""
+    return a == b or _read_from(steps, producer, a) == _read_from(steps, producer, b)
+
+
+def _read_from(steps, producer, slot):
+    """The variable slot that ``slot``'s deref step reads, else ``slot``."""
+    i = producer.get(slot)
+    return steps[i][1][0] if i is not None and _is_deref(steps[i]) else slot
+
+
+def _is_deref(step) -> bool:
+    return getattr(step[0], "__name__", "") == "_deref" and len(step[1]) == 1
 
 
 def _log_softmax_chain(steps, producer, last, op, inner):
@@ -95,7 +113,8 @@ def _log_softmax_chain(steps, producer, last, op, inner):
     for sum_pos in (0, 1):
         found = _sum_of(steps, producer, steps[mul][1][sum_pos], op)
         exp = producer.get(steps[mul][1][1 - sum_pos])
-        if found is None or found[1] != g or exp is None or op(exp) != "Exp":
+        if (found is None or not _same_value(steps, producer, found[1], g) or exp is None
+                or op(exp) != "Exp"):
             continue
         total, _, axes = found
         (y,) = steps[exp][1]
@@ -118,12 +137,19 @@ def _fused(steps, members, g_slot, y_slot, axes_slot, log):
     last = chain[-1][4]
     from dtf.kernels.cpu import onednn_softmax
 
-    def compute(ctx, g, y, axes):
+    # What the four ops read from outside the chain: g, y and the axes, and where g is a
+    # variable's, the other ops' own reads of it (the fallback runs them as they are).
+    produced = {step[2] for step in chain}
+    outer = [g_slot, y_slot, axes_slot]
+    for _, ins, _, _, _ in chain:
+        outer += [s for s in ins if s not in produced and s not in outer]
+
+    def compute(ctx, g, y, axes, *other_reads):
         if type(y) is np.ndarray and _last_axis(axes, y.ndim):
             dx = onednn_softmax.gradient(y, g, log)
             if dx is not None:
                 return dx
-        vals = {g_slot: g, y_slot: y, axes_slot: axes}
+        vals = dict(zip(outer, (g, y, axes) + other_reads))
         for step_compute, ins, out, _, node in chain:
             args = [vals[s] for s in ins]
             try:
@@ -138,6 +164,6 @@ def _fused(steps, members, g_slot, y_slot, axes_slot, log):
         names.update(zip(ins, node.inputs))
     kind = "LogSoftmax" if log else "Softmax"
     fused_node = NodeDef(last.name, f"Fused({kind} gradient: {','.join(s[4].op for s in chain)})",
-                         [names.get(s, "?") for s in (g_slot, y_slot, axes_slot)], controls,
+                         [names.get(s, "?") for s in outer], controls,
                          last.device, last.attrs, list(last.output_dtypes))
-    return compute, (g_slot, y_slot, axes_slot), chain[-1][2], 1, fused_node
+    return compute, tuple(outer), chain[-1][2], 1, fused_node

@@ -166,3 +166,38 @@ def test_ops_that_read_variables_build_and_run():
         sess.run(v.initializer)
         got = sess.run(out, {g: gv})
     np.testing.assert_allclose(got, _grad64(np.full([400, 100], 0.01), gv, False), rtol=1e-5, atol=1e-7)
+
+
+@needs_onednn
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape", [(300, 130), (64, 10)])  # the library's, and numpy's
+def test_an_output_gradient_read_from_a_variable_still_fuses(log, shape):
+    # The Mul and the Sub each read the variable in a read step of their own, the Sum in
+    # its kernel: slots holding one value, which the chain accepts as its g.
+    x = tf.placeholder(tf.float32, shape)
+    dyv = RNG.standard_normal(shape).astype(np.float32)
+    dy = tf.Variable(dyv)
+    y = (tf.nn.log_softmax if log else tf.nn.softmax)(x)
+    dx = tf.gradients(y, x, grad_ys=dy)[0]
+    kind = "LogSoftmax" if log else "Softmax"
+    assert [op for op in _ops(_plan([dx], [x])) if op.startswith(f"Fused({kind} gradient")]
+    xv = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(dy.initializer)
+        yv, got = sess.run([y, dx], {x: xv})
+    np.testing.assert_allclose(got, _grad64(yv, dyv, log), rtol=1e-5, atol=2e-6 * np.abs(dyv).max())
+
+
+def test_reads_of_two_variables_are_not_one_gradient():
+    x = tf.placeholder(tf.float32, [400, 100])
+    y = tf.nn.softmax(x)
+    a = tf.Variable(np.full([400, 100], 0.5, np.float32))
+    b = tf.Variable(np.full([400, 100], 2.0, np.float32))
+    out = (b - tf.reduce_sum(a * y, -1, keepdims=True)) * y
+    assert not [op for op in _ops(_plan([out], [x])) if op.startswith("Fused(Softmax")]
+    xv = RNG.standard_normal((400, 100)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run([a.initializer, b.initializer])
+        yv, got = sess.run([y, out], {x: xv})
+    want = (2.0 - (0.5 * yv.astype(np.float64)).sum(-1, keepdims=True)) * yv
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

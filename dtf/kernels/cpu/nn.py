@@ -59,20 +59,23 @@ def _pool_params(node, x_shape):
     return (kh, kw, *node.attrs["strides"][1:3]), (oh, ow), (pt, pl)
 
 
-def _forward_pool(fn_name):
-    def factory(node):
-        fn = getattr(_jit(), fn_name)
+@register_kernel("AvgPool", "CPU", dtypes=FLOATS, label="numba, output rows over the intra-op threads")
+@tiered_kernel
+def avg_pool(node):
+    """Output rows over the intra-op threads: on one thread a ResNet-sized pooling (3x3
+    stride 2 over 64x56x56x64) took 7.2 ms against TF's 5.1."""
+    into = _jit()._avg_pool_rows_into
 
-        def compute(ctx, x):
-            window, out_hw, pads = _pool_params(node, x.shape)
-            return fn(_c(x), *window, *out_hw, *pads)
+    def compute(ctx, x):
+        window, (oh, ow), pads = _pool_params(node, x.shape)
+        x = _c(x)
+        out = np.zeros((x.shape[0], oh, ow, x.shape[3]), x.dtype)
+        run_ranges(lambda t0, t1: into(x, out, t0, t1, *window, *pads), x.shape[0] * oh,
+                   ow * x.shape[3] * window[0] * window[1])
+        return out
 
-        return compute
+    return compute
 
-    return factory
-
-
-register_kernel("AvgPool", "CPU", dtypes=FLOATS, label="numba")(tiered_kernel(_forward_pool("_avg_pool")))
 
 
 # Elements of dx per chunk of AvgPoolGrad on the intra-op threads (whole images: a chunk

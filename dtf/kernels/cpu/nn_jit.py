@@ -19,10 +19,12 @@ def _span(i, stride, pad, k, size):
 
 
 @njit(**_JIT)
-def _avg_pool(x, kh, kw, sh, sw, oh, ow, pt, pl):
-    n, h, wd, c = x.shape
-    out = np.zeros((n, oh, ow, c), x.dtype)
-    for t in range(n * oh):
+def _avg_pool_rows_into(x, out, t0, t1, kh, kw, sh, sw, pt, pl):
+    """Output rows t0:t1 of ``out`` (zeroed by the caller; a row is one image's output
+    line, n * oh of them): each pixel the mean of its window's real inputs."""
+    h, wd, c = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = out.shape[1], out.shape[2]
+    for t in range(t0, t1):
         b, i = t // oh, t % oh
         y0, y1 = _span(i, sh, pt, kh, h)
         for j in range(ow):
@@ -30,12 +32,12 @@ def _avg_pool(x, kh, kw, sh, sw, oh, ow, pt, pl):
             acc = out[b, i, j]
             for y in range(y0, y1):
                 for xx in range(x0, x1):
+                    row = x[b, y, xx]
                     for ch in range(c):
-                        acc[ch] += x[b, y, xx, ch]
+                        acc[ch] += row[ch]
             count = (y1 - y0) * (x1 - x0)
             for ch in range(c):
                 acc[ch] /= count
-    return out
 
 
 @njit(**_JIT)

@@ -1,6 +1,7 @@
-"""AvgPoolGrad's Numba kernel (dtf.kernels.cpu.nn) against the numpy reference: odd sizes,
-strides 1 and 2, SAME and VALID, windows larger than the stride and than the input, batch
-1, float32 and float64, and a batch cut into several chunks for the intra-op threads."""
+"""AvgPool's and AvgPoolGrad's Numba kernels (dtf.kernels.cpu.nn) against the numpy
+reference: odd sizes, strides 1 and 2, SAME and VALID, windows larger than the stride and
+than the input, batch 1, float32 and float64, and work cut into several chunks for the
+intra-op threads."""
 import numpy as np
 import pytest
 
@@ -13,18 +14,35 @@ from dtf.kernels.reference import REFERENCE
 RNG = np.random.default_rng(4)
 
 
-def _kernel(attrs):
-    node = NodeDef("test_AvgPoolGrad", "AvgPoolGrad", [], [], "", dict(attrs), [attrs["T"]])
-    return registry.lookup("AvgPoolGrad", "CPU", node.dtype_key).factory(node)
+def _kernel(attrs, op="AvgPoolGrad"):
+    node = NodeDef(f"test_{op}", op, [], [], "", dict(attrs), [attrs["T"]])
+    return registry.lookup(op, "CPU", node.dtype_key).factory(node)
 
 
-@pytest.mark.parametrize("shape,k,s,padding", [
+CASES = pytest.mark.parametrize("shape,k,s,padding", [
     ((2, 7, 9, 5), (3, 3), (2, 2), "SAME"),
     ((1, 6, 6, 3), (2, 2), (2, 2), "VALID"),
     ((3, 5, 8, 4), (3, 2), (1, 2), "SAME"),
     ((2, 4, 4, 2), (5, 5), (1, 1), "SAME"),  # windows wider than the image
     ((40, 33, 40, 13), (3, 3), (2, 2), "SAME"),  # several chunks
 ])
+
+
+@CASES
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_forward_kernel_matches_the_reference(shape, k, s, padding, dtype):
+    assert jit_loading.wait(120), "Numba's loops did not load"
+    t = tf.float32 if dtype == np.float32 else tf.float64
+    attrs = {"T": t, "ksize": [1, *k, 1], "strides": [1, *s, 1], "padding": padding,
+             "data_format": "NHWC"}
+    x = RNG.standard_normal(shape).astype(dtype)
+    got = _kernel(attrs, "AvgPool")(None, x[:, ::-1])  # a strided input, too
+    want = REFERENCE["AvgPool"](attrs, np.ascontiguousarray(x[:, ::-1]))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+@CASES
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_kernel_matches_the_reference(shape, k, s, padding, dtype):
     assert jit_loading.wait(120), "Numba's loops did not load"

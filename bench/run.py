@@ -22,14 +22,14 @@ from bench import conv_kernels, raw
 from bench.cluster import REPO, quiet_env
 from bench.probe_client import ProbeClient
 from bench.report import format_table, summarize
-from bench.training import CONFIGS, run_training
+from bench.training import CONFIGS, run_training, workload
 
 # A venv beside the checkout holding tensorflow-cpu (see docs/benchmarks.md), or $DTF_BENCH_TF_PYTHON.
 DEFAULT_TF_PYTHON = os.environ.get(
     "DTF_BENCH_TF_PYTHON", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".tfvenv", "bin", "python"))
 IN_PROCESS = ("W2", "W3", "W3t", "W4", "W7", "W7s", "W8", "W9")
 MODELS = ("M1", "M2", "M3")  # model training steps, bench/models.py
-ALL = ("W1",) + IN_PROCESS + ("W5", "W6") + MODELS
+ALL = ("W1",) + IN_PROCESS + ("W5", "W6", "W6w") + MODELS
 
 
 def parse_args(argv):
@@ -168,8 +168,8 @@ def run_in_process(run: Run, workloads):
 
 # -- W5/W6: training clusters -------------------------------------------------------------------
 def run_trainings(run: Run, configs):
-    for mode, workers in configs:
-        print(f"training {mode} x{workers} ...", file=sys.stderr, flush=True)
+    for mode, workers, warm in configs:
+        print(f"training {mode} x{workers}{' warm' if warm else ''} ...", file=sys.stderr, flush=True)
         failed = set()
         for r in range(run.args.train_rounds):
             for impl in run.order(r):
@@ -180,7 +180,7 @@ def run_trainings(run: Run, configs):
                     continue
                 try:
                     values, notes = run_training(impl, run.pythons[impl], mode, workers,
-                                                 run.args.steps)
+                                                 run.args.steps, warm=warm)
                     run.add(impl, values)
                     for n in notes:
                         run.note(f"{mode} x{workers}: {n}")
@@ -219,7 +219,7 @@ def main(argv=None):
         print("W1 ...", file=sys.stderr, flush=True)
         run_cold_starts(run)
     run_in_process(run, [w for w in IN_PROCESS + MODELS if w in sel])
-    configs = [c for c in CONFIGS if ("W5" if c[1] == 1 else "W6") in sel]
+    configs = [c for c in CONFIGS if workload(c[1], c[2]) in sel]
     run_trainings(run, configs)
     rows = summarize(run.samples)
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -6,6 +6,12 @@ The worker hosts its own server, builds the MLP 64-128-10 with ``replica_device_
 prints ``@@READY`` once its session can train, waits for a line on stdin, trains until the
 global step reaches ``--steps`` and prints ``@@RESULT {json}`` with its wall-clock window.
 The same code runs under dtf and TensorFlow.
+
+``--warmup N`` measures a long job's steady state instead of its first steps: the window
+opens after this worker's first N steps (and the run lasts N steps more per worker), and a
+dtf worker has its Numba loops loaded before it reports ready. In a job of more than a few
+thousand steps they load anyway (dtf.kernels.cpu.jit_loading: the numpy stand-ins serve a
+process's first ~0.5 s of kernel time), so a 2,000-step window otherwise times the stand-ins.
 """
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ def main(argv=None):
     p.add_argument("--task_index", type=int, required=True)
     p.add_argument("--mode", choices=("async", "sync"), required=True)
     p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--warmup", type=int, default=0, help="steps before the window opens")
     args = p.parse_args(argv)
     from bench.impl import load
     from bench.tf_server import parse_cluster
@@ -66,6 +73,9 @@ def main(argv=None):
     cluster = tf.train.ClusterSpec(jobs)
     server = tf.train.Server(cluster, job_name="worker", task_index=args.task_index)
     is_chief = args.task_index == 0
+    # The global step the run ends at: async workers each add their warm-up steps to it,
+    # sync ones add one global step per warm-up step together.
+    last_step = args.steps + args.warmup * (n_workers if args.mode == "async" else 1)
     with tf.device(tf.train.replica_device_setter(
             worker_device=f"/job:worker/task:{args.task_index}", cluster=cluster)):
         x, labels, loss, global_step = build_mlp(tf)
@@ -78,7 +88,7 @@ def main(argv=None):
     config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{args.task_index}"])
     if args.mode == "sync":
         hooks = [opt.make_session_run_hook(is_chief),
-                 tf.train.StopAtStepHook(last_step=args.steps)]
+                 tf.train.StopAtStepHook(last_step=last_step)]
         sess = tf.train.MonitoredTrainingSession(
             master=server.target, is_chief=is_chief, hooks=hooks, save_checkpoint_secs=None,
             save_summaries_steps=None, save_summaries_secs=None, log_step_count_steps=0,
@@ -90,15 +100,23 @@ def main(argv=None):
     rng = np.random.default_rng(args.task_index)
     feed = {x: rng.standard_normal((BATCH, 64)).astype(np.float32),
             labels: rng.integers(0, 10, BATCH)}
+    if args.warmup and args.impl == "dtf":
+        from dtf.kernels.cpu import jit_loading
+
+        jit_loading.wait(120)
     print("@@READY", flush=True)
     sys.stdin.readline()
     start, cpu0 = time.time(), time.process_time()
-    local_steps, step = 0, 0
-    while not (done() if done else step >= args.steps):
+    local_steps, step, start_step = 0, 0, 0
+    while not (done() if done else step >= last_step):
         _, step = sess.run([train_op, global_step], feed_dict=feed)
         local_steps += 1
+        if local_steps == args.warmup:  # the window opens
+            start, cpu0, start_step = time.time(), time.process_time(), int(step)
     end, cpu_s = time.time(), time.process_time() - cpu0  # this worker's CPU while training
-    print("@@RESULT " + json.dumps({"start": start, "end": end, "local_steps": local_steps,
+    print("@@RESULT " + json.dumps({"start": start, "end": end,
+                                    "local_steps": local_steps - min(args.warmup, local_steps),
+                                    "start_global_step": start_step,
                                     "global_step": int(step), "cpu_s": cpu_s}), flush=True)
     # Leave at once: closing sessions is not what is measured, and TF1's sync chief may wait
     # out stop_grace_period_secs at close.

@@ -17,11 +17,19 @@ import time
 from bench.cluster import REPO, Cluster, quiet_env, stop_process, wait_for_output
 
 RESULT = "@@RESULT "
-CONFIGS = (("async", 1), ("async", 2), ("sync", 1), ("sync", 2))
+# (mode, workers, warm): W5 is 1 worker, W6 2, W6w the same 2-worker runs in their steady
+# state (WARMUP steps per worker before the window; dtf's Numba loops loaded).
+CONFIGS = (("async", 1, False), ("async", 2, False), ("sync", 1, False), ("sync", 2, False),
+           ("async", 2, True), ("sync", 2, True))
+WARMUP = 300
 
 
-def metric_prefix(mode: str, workers: int) -> str:
-    return f"train.{mode}_{workers}w"
+def workload(workers: int, warm: bool) -> str:
+    return "W6w" if warm else "W5" if workers == 1 else "W6"
+
+
+def metric_prefix(mode: str, workers: int, warm: bool = False) -> str:
+    return f"train.{mode}_{workers}w" + ("_warm" if warm else "")
 
 
 def _start_worker(python, worker_argv, index, log_dir):
@@ -50,12 +58,13 @@ def rss_mib(pid: int) -> float:
 
 
 def run_between_graph(impl, python, worker_argv, ps_tasks, workers, timeout_s=300.0,
-                      grace_s=10.0, ready_timeout_s=120.0):
-    """One between-graph run on a fresh cluster: the ps tasks, then ``python -m
-    *worker_argv --cluster_spec=... --task_index=N`` per worker (each prints @@READY, waits
-    for "go" on stdin, trains, prints @@RESULT {json}). Returns (the workers' results, the ps
-    tasks' RSS in MiB when idle and after training, [notes])."""
-    cluster = Cluster(impl, {"ps": ps_tasks, "worker": workers}, python=python)
+                      grace_s=10.0, ready_timeout_s=120.0, ps_env=None):
+    """One between-graph run on a fresh cluster: the ps tasks (``ps_env`` added to their
+    environment), then ``python -m *worker_argv --cluster_spec=... --task_index=N`` per
+    worker (each prints @@READY, waits for "go" on stdin, trains, prints @@RESULT {json}).
+    Returns (the workers' results, the ps tasks' RSS in MiB when idle and after training,
+    [notes])."""
+    cluster = Cluster(impl, {"ps": ps_tasks, "worker": workers}, python=python, env=ps_env)
     log_dir = tempfile.mkdtemp(prefix=f"bench-{worker_argv[0].rsplit('.', 1)[-1]}-{impl}-")
     procs, notes = [], []
     try:
@@ -104,17 +113,23 @@ def implementations(args, python) -> list:
     return impls
 
 
-def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, grace_s=10.0):
-    """One run; returns ({metric id: value}, [notes])."""
-    results, _, _, notes = run_between_graph(
-        impl, python, ["bench.train_worker", f"--impl={impl}", f"--mode={mode}", f"--steps={steps}"],
-        1, workers, timeout_s, grace_s)
+def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, grace_s=10.0,
+                 warm=False):
+    """One run; returns ({metric id: value}, [notes]). ``warm``: the steady state (see
+    bench.train_worker's --warmup; a dtf ps loads its Numba loops as it starts)."""
+    argv = ["bench.train_worker", f"--impl={impl}", f"--mode={mode}", f"--steps={steps}"]
+    if warm:
+        argv.append(f"--warmup={WARMUP}")
+    ps_env = {"DTF_PRELOAD_KERNELS": "1"} if warm and impl == "dtf" else None
+    results, _, _, notes = run_between_graph(impl, python, argv, 1, workers, timeout_s, grace_s,
+                                             ps_env=ps_env)
     if not results:
         raise RuntimeError(f"no {impl} worker finished {mode} training within {timeout_s:.0f} s")
     window = max(r["end"] for r in results) - min(r["start"] for r in results)
-    global_steps = max(r["global_step"] for r in results)
+    global_steps = max(r["global_step"] for r in results) - min(r.get("start_global_step", 0)
+                                                               for r in results)
     examples = sum(r["local_steps"] for r in results) * batch
-    prefix = metric_prefix(mode, workers)
+    prefix = metric_prefix(mode, workers, warm)
     return {f"{prefix}.steps_s": global_steps / window,
             f"{prefix}.examples_s": examples / window}, notes
 

@@ -44,14 +44,24 @@ class WouldBlock(Exception):
 class ParkedWake:
     """What a parked kernel registers with the resource it waits on (``resource.waiters``,
     guarded by ``resource.cond``): calling it records that the resource changed and
-    resumes the step; ``cancel()`` takes it back when the step stops waiting otherwise."""
+    resumes the step; ``cancel()`` takes it back when the step stops waiting otherwise.
+    ``ready()`` (called holding ``resource.cond``), where given, is what the kernel waits
+    for: a change that leaves it false need not resume the step (see ``due``)."""
 
-    __slots__ = ("resume", "resource", "fired")
+    __slots__ = ("resume", "resource", "fired", "ready")
 
-    def __init__(self, resume, resource):
+    def __init__(self, resume, resource, ready=None):
         self.resume = resume
         self.resource = resource
         self.fired = False
+        self.ready = ready
+
+    def due(self) -> bool:
+        """Whether the change just made to the resource can let the kernel go on. A
+        synchronous chief's take of the aggregated gradients waits for every worker's
+        push: resumed on each, its step re-ran the kernel, found too few and parked again
+        (W6 sync: 12 advances of the queue runner's partition per global step on the ps)."""
+        return self.ready is None or self.ready()
 
     def __call__(self):
         self.fired = True

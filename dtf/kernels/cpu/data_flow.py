@@ -49,7 +49,7 @@ def _wait(res, ready, ctx, timeout_ms, describe):
             raise err
         if deadline is not None and time.monotonic() >= deadline:
             raise errors.DeadlineExceededError(None, None, f"Timed out {describe()}")
-        wake = ParkedWake(ctx.may_park, res)
+        wake = ParkedWake(ctx.may_park, res, ready)
         res.waiters.append(wake)
         raise WouldBlock(subscribed=True, deadline=deadline, wake=wake)
     ctx.flush_sends()  # what this partition already sent may be what unblocks us
@@ -130,10 +130,15 @@ class _Waitable:
         self._resume_parked()
 
     def _resume_parked(self):
+        """Resumes the parked steps this change may let go on; the others stay registered
+        (their kernels wait for more: ParkedWake.due)."""
         if self.waiters:
             waiters, self.waiters = self.waiters, []
-            for resume in waiters:
-                resume()
+            for wake in waiters:
+                if wake.due():
+                    wake()
+                else:
+                    self.waiters.append(wake)
 
 
 def _resource_kernel(make):

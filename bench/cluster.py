@@ -20,10 +20,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_COMMANDS = {"dtf": ["-m", "dtf", "server"], "tf": ["-m", "bench.tf_server"]}
 
 
+_handed_out: set = set()  # the kernel may hand a closed ephemeral port out again
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free 127.0.0.1 port this process has not returned before (a cluster's tasks
+    each get their own; as dtf.train.server.free_port, which the TensorFlow side lacks)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise OSError("no free 127.0.0.1 port left that this process has not handed out")
 
 
 def quiet_env() -> dict:

@@ -13,14 +13,21 @@ import sys
 GREETING = "Hello, distributed TensorFlow!"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list:
+    """``n`` different free 127.0.0.1 ports: bound side by side, so the kernel cannot hand
+    one out twice (one at a time, a closed port can come back)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def hello(tf):
-    addresses = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    addresses = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     cluster = tf.train.ClusterSpec({"local": addresses})
     servers = [tf.train.Server(cluster, job_name="local", task_index=i) for i in range(2)]
     with tf.Graph().as_default():

@@ -258,7 +258,7 @@ def _apply_factory(update):
 for _op, _fn in UPDATES.items():
     if _op == "ApplyAdam":  # float32/64: .adam_fast; other dtypes here
         register_kernel(_op, "CPU", fallback=True, host=True)(_apply_factory(_fn))
-    elif _op != "ApplyGradientDescent":  # its own kernel, below
+    elif _op not in ("ApplyGradientDescent", "ApplyMomentum"):  # their own kernels, below
         register_kernel(_op, "CPU", host=True)(_apply_factory(_fn))
 
 
@@ -350,6 +350,37 @@ def apply_gradient_descent(node):
                 return var
             ref.value = new = update(var, alpha, delta)
             return new
+
+    return compute
+
+
+@register_kernel("ApplyMomentum", "CPU", host=True)
+def apply_momentum(node):
+    """accum = accum * momentum + grad; var -= lr * accum (or Nesterov's step), written
+    into the two arrays when nothing but their variables holds them (.in_place), by the
+    same numpy operations in the same order as the generic path, which serves the rest:
+    the ResNet step's 23 small updates took 19 us each there, TF's 2."""
+    nesterov = bool(node.attrs.get("use_nesterov"))
+    generic = _apply_factory(_momentum)(node)
+
+    def compute(ctx, var_ref, accum_ref, lr, grad, momentum):
+        with _locked((var_ref, accum_ref)):
+            var, accum = var_ref.read(), accum_ref.read()
+            dt = var.dtype
+            if (type(grad) is np.ndarray and grad.shape == var.shape == accum.shape
+                    and grad.dtype == dt == accum.dtype and np.ndim(lr) == 0
+                    and np.ndim(momentum) == 0 and in_place.unshared((var, accum))):
+                lr, momentum = np.asarray(lr, dtype=dt), np.asarray(momentum, dtype=dt)
+                np.multiply(accum, momentum, out=accum)
+                np.add(accum, grad, out=accum)
+                if nesterov:
+                    step = grad * lr
+                    step += accum * momentum * lr
+                else:
+                    step = lr * accum
+                np.subtract(var, step, out=var)
+                return var
+        return generic(ctx, var_ref, accum_ref, lr, grad, momentum)
 
     return compute
 

@@ -40,7 +40,7 @@ def split_constants(steps, fold=False, fetch_slots=(), targets=()):
     uniform: dict = {}  # slot -> a large all-equal value, as a broadcast view of one element
     narrowed = False
     for st in steps:
-        if fold and st.node.op in SELECTS and not st.node.control_inputs:
+        if fold and st.node.op in SELECTS and len(st.ins) == 3 and not st.node.control_inputs:
             picked = _picking_select(st, known, uniform)  # (also a target's, run unread)
             if picked is not None:
                 st, narrowed = picked, True

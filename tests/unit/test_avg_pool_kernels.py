@@ -28,35 +28,35 @@ CASES = pytest.mark.parametrize("shape,k,s,padding", [
 ])
 
 
+def _loaded_attrs(k, s, padding, dtype):
+    assert jit_loading.wait(120), "Numba's loops did not load"
+    return {"T": tf.float32 if dtype == np.float32 else tf.float64, "ksize": [1, *k, 1],
+            "strides": [1, *s, 1], "padding": padding, "data_format": "NHWC"}
+
+
+def _check(got, want, dtype):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
 @CASES
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_forward_kernel_matches_the_reference(shape, k, s, padding, dtype):
-    assert jit_loading.wait(120), "Numba's loops did not load"
-    t = tf.float32 if dtype == np.float32 else tf.float64
-    attrs = {"T": t, "ksize": [1, *k, 1], "strides": [1, *s, 1], "padding": padding,
-             "data_format": "NHWC"}
+    attrs = _loaded_attrs(k, s, padding, dtype)
     x = RNG.standard_normal(shape).astype(dtype)
     got = _kernel(attrs, "AvgPool")(None, x[:, ::-1])  # a strided input, too
-    want = REFERENCE["AvgPool"](attrs, np.ascontiguousarray(x[:, ::-1]))
-    assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    _check(got, REFERENCE["AvgPool"](attrs, np.ascontiguousarray(x[:, ::-1])), dtype)
 
 
 @CASES
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_kernel_matches_the_reference(shape, k, s, padding, dtype):
-    assert jit_loading.wait(120), "Numba's loops did not load"
-    t = tf.float32 if dtype == np.float32 else tf.float64
-    attrs = {"T": t, "ksize": [1, *k, 1], "strides": [1, *s, 1], "padding": padding,
-             "data_format": "NHWC"}
+    attrs = _loaded_attrs(k, s, padding, dtype)
     x = RNG.standard_normal(shape).astype(dtype)
     y = REFERENCE["AvgPool"](attrs, x)
     dy = RNG.standard_normal(y.shape).astype(dtype)
     sizes = np.array(shape, np.int32)
-    got = _kernel(attrs)(None, sizes, dy)
-    want = REFERENCE["AvgPoolGrad"](attrs, sizes, dy)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    _check(_kernel(attrs)(None, sizes, dy), REFERENCE["AvgPoolGrad"](attrs, sizes, dy), dtype)
     if shape[0] == 40:  # the case meant to run in chunks does
         per_chunk = max(1, nn.POOL_GRAD_CHUNK_ELEMENTS // int(np.prod(shape[1:])))
         assert shape[0] > 2 * per_chunk

@@ -73,7 +73,7 @@ def _fold(st, known, uniform):
         return st
     try:
         with np.errstate(all="ignore"):
-            value = st.compute(None, *[known[i] if i in known else uniform[i] for i in st.ins])
+            value = st.compute(None, *[_constant_value(i, known, uniform) for i in st.ins])
     except Exception:  # noqa: BLE001 - the step runs instead, raising where it always did
         return st
     if type(value) is not np.ndarray:

@@ -79,9 +79,12 @@ def _softmax_chain(steps, producer, last, op, inner):
             continue
         total, mul_slot, axes = found
         mul = producer.get(mul_slot)
-        if mul is None or op(mul) != "Mul" or y not in steps[mul][1] or g == y \
-                or not _same_value(steps, producer, steps[mul][1][steps[mul][1].index(y) - 1], g) \
-                or not inner(mul, total) or not _same_float(steps[yp][4], steps[last][4]):
+        if mul is None or op(mul) != "Mul" or y not in steps[mul][1] or g == y:
+            continue
+        a, b = steps[mul][1]
+        mul_g = b if a == y else a  # the Mul's other input: g, or its own read of g's variable
+        if not _same_value(steps, producer, mul_g, g) or not inner(mul, total) \
+                or not _same_float(steps[yp][4], steps[last][4]):
             continue
         return (mul, total, sub, last), g, y, axes, False
     return None

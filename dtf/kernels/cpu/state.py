@@ -359,7 +359,8 @@ def apply_momentum(node):
     """accum = accum * momentum + grad; var -= lr * accum (or Nesterov's step), written
     into the two arrays when nothing but their variables holds them (.in_place), by the
     same numpy operations in the same order as the generic path, which serves the rest:
-    the ResNet step's 23 small updates took 19 us each there, TF's 2."""
+    the generic path's new accum and var cost a 1024x1024 float32 update 449 us against
+    270 written in place (small variables gain nothing: 5.4 against 5.7 us)."""
     nesterov = bool(node.attrs.get("use_nesterov"))
     generic = _apply_factory(_momentum)(node)
 

@@ -7,6 +7,8 @@ tests/goldens/cases_nn_extra.py."""
 import numpy as np
 import pytest
 
+from tests.cpu_features import cpu_has_avx512
+
 import dtf as tf
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
@@ -61,6 +63,7 @@ def test_the_band_path_alone_matches_the_reference():
 
 
 @pytest.mark.skipif(onednn.library() is None, reason="oneDNN is not installed")
+@pytest.mark.skipif(not cpu_has_avx512(), reason="the library's LRN has JIT kernels only on AVX-512 CPUs")
 def test_the_tutorial_parameters_run_on_the_librarys_jit_kernels():
     prim = onednn_lrn._primitive((128, 12, 12, 64), 4, 1.0, 0.001 / 9.0, 0.75)
     assert prim is not None and not any(i.startswith("ref") for i in prim.impl)

@@ -7,6 +7,8 @@ gradients against TF: tests/goldens (softmax cases)."""
 import numpy as np
 import pytest
 
+from tests.cpu_features import cpu_has_avx512
+
 import dtf as tf
 from dtf.framework.graph_def import NodeDef
 from dtf.kernels import registry
@@ -49,7 +51,9 @@ def _grad64(y, dy, log):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_forward_matches_a_float64_reference(shape):
     x = (RNG.standard_normal(shape) * 4).astype(np.float32)
-    assert onednn_softmax.softmax(x) is not None  # the library served it
+    # The library serves softmax with its JIT kernels on AVX-512 CPUs; elsewhere it has only
+    # its reference loops, which dtf declines, and the kernel below runs on numpy.
+    assert onednn_softmax.softmax(x) is not None or not cpu_has_avx512()
     got = _kernel("Softmax")(None, x)
     assert got.shape == shape and got.dtype == np.float32
     want = _softmax64(x, False)

@@ -136,7 +136,9 @@ class BlockingStep:
         """A remote part's reply, read while this task's partition waited or after it."""
         try:
             transport.raise_for_error(reply)
-        except Exception as e:  # noqa: BLE001 - its error is the step's
+            if "tensors" in reply:  # its partition's last sends to this task (folded)
+                self.peers.local_worker().tensor_push(reply)
+        except Exception as e:  # noqa: BLE001 - an error reply, or tensors that do not fit
             self._act(self.machine.reply_failed(i, e))
         else:
             self.machine.replied(i, reply)

@@ -28,6 +28,10 @@ early      a master thread       sends to the master's task go    the thread wai
            I/O thread
 =========  ====================  ===============================  ==========================
 
+In both fold and early, the partition's last sends to the master's task ride in its reply
+(the master's I/O thread or its waiting thread takes them from there): a synchronous
+worker's token from the ps costs no message of its own.
+
 Beside the mode, a wait on a master's own thread runs ``WaitHooks.on_idle`` every
 IDLE_SLICE_S without a tensor: the master reads replies that arrived and pings its peers
 there, so a failure elsewhere aborts the wait. The hooks are handed to the worker as an

@@ -315,3 +315,59 @@ def test_replies_that_come_out_of_order_on_one_socket_each_reach_their_request()
     finally:
         client.close()
         loop.stop()
+
+
+class _Respond(list):
+    """A request's ``respond``: the reply is appended, interim messages kept in ``early``."""
+
+    def __init__(self):
+        super().__init__()
+        self.interim = []
+
+    def __call__(self, reply):
+        self.append(reply)
+
+    def early(self, header):
+        self.interim.append(header)
+
+
+def test_an_early_partitions_last_sends_to_its_master_ride_in_the_reply():
+    """A RunGraph marked ``early`` sends tensors for the master's task ahead of its reply,
+    but those its partition sends last (a synchronous worker's token) go in the reply
+    itself: the master's waiting thread takes them from it, one message fewer."""
+    from dtf.partition import partition
+    from dtf.placement import ClusterView, place
+    from dtf.framework.graph_walk import needed_nodes
+
+    ps, master = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            token = tf.constant(2.0) * tf.constant(3.0)
+        with tf.device("/job:worker/task:0"):
+            out = token + 1.0
+    by_name = {op.name: node_def_of(op) for op in g.get_operations()}
+    nodes = needed_nodes(by_name.__getitem__, [out.name], [], [])
+    parts = partition(nodes, place(nodes, ClusterView({"ps": {0}, "worker": {0}}, "worker", 0)),
+                      (), {out.op.name})
+    [ps_device] = [d for d in parts if d.startswith(ps)]
+    pushed = []
+    worker = Worker(ps, send_tensor=lambda task, step_id, items: pushed.append((task, items)))
+    handle = worker.register_graph({"device": ps_device, "nodes": parts[ps_device]})["handle"]
+
+    def message(step_id, **mark):
+        return {"type": "RunGraph", "handle": handle, "step_id": step_id, "fetches": [],
+                "feeds": {}, "incarnation": worker.incarnation, **mark}
+
+    worker.run_graph(message(1))  # compiles the plan, found quick: it may run inline
+    assert [task for task, _ in pushed] == [master]  # unmarked: a push of its own
+    loop = _idle_loop()
+    try:
+        respond = _Respond()
+        assert worker.start_graph(message(2, early=master), respond, loop)
+        [reply] = respond
+        assert respond.interim == [] and len(pushed) == 1
+        assert reply["step_id"] == 2 and len(reply["keys"]) == 1
+        assert reply["keys"][0].endswith(f";{token.name}") and float(reply["tensors"][0]) == 6.0
+    finally:
+        loop.stop()

@@ -198,11 +198,11 @@ class Worker:
             return False
         early, send_early = msg.get("early"), getattr(respond, "early", None)
         if (isinstance(early, str) and early != self.task_name and send_early is not None
-                and step.parts == 1):  # the step's one partition here: its sends all go before the reply
+                and step.parts == 1):  # the step's one partition here: no sends after its reply
             rendezvous = step.ctx.rendezvous
             rendezvous.early_task, rendezvous.send_early = early, send_early
             # Its last sends there ride in the reply, which follows at once: a synchronous
-            # worker's token from the ps is one message fewer each way per step.
+            # worker's token from the ps costs no message of its own.
             rendezvous.fold_task = early
         _InlineRun(self, step, respond, loop).advance()
         return True

@@ -13,6 +13,9 @@ import pytest
 
 import dtf as tf
 from dtf.framework.graph_def import node_def_of
+from dtf.framework.graph_walk import needed_nodes
+from dtf.partition import partition
+from dtf.placement import ClusterView, place
 from dtf.runtime.worker import Worker
 from dtf.train.server import free_port
 from dtf.wire import endpoints, frames, primitives, transport
@@ -335,10 +338,6 @@ def test_an_early_partitions_last_sends_to_its_master_ride_in_the_reply():
     """A RunGraph marked ``early`` sends tensors for the master's task ahead of its reply,
     but those its partition sends last (a synchronous worker's token) go in the reply
     itself: the master's waiting thread takes them from it, one message fewer."""
-    from dtf.partition import partition
-    from dtf.placement import ClusterView, place
-    from dtf.framework.graph_walk import needed_nodes
-
     ps, master = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
     g = tf.Graph()
     with g.as_default():

@@ -321,7 +321,8 @@ def test_replies_that_come_out_of_order_on_one_socket_each_reach_their_request()
 
 
 class _Respond(list):
-    """A request's ``respond``: the reply is appended, interim messages kept in ``early``."""
+    """A request's ``respond``: the reply is appended; interim messages (sent through its
+    ``early``) are kept in ``interim``."""
 
     def __init__(self):
         super().__init__()

@@ -1,10 +1,14 @@
-"""Local cost of one training step of the W5/W6 MLP (64-128-10, batch 64): ``python -m
-bench.train_step_profile [--steps 2000] [--ops] [--cprofile]``.
+"""Cost of one training step of the W5/W6 MLP (64-128-10, batch 64): ``python -m
+bench.train_step_profile [--steps 2000] [--ps] [--ops] [--cprofile] [--cpu-profile]``.
 
 Builds the model of bench/train_worker.py in a local ``tf.Session()`` and prints the median
-wall time of ``sess.run(train_op, feed)``. ``--ops`` adds the time per op type from the
-step stats of traced runs (``RunOptions(trace_level=FULL_TRACE)``); ``--cprofile`` adds the
-functions the untraced steps spend their time in.
+wall time and thread CPU of ``sess.run(train_op, feed)``. ``--ps`` puts the variables on a
+parameter server of their own (a ``dtf server`` on loopback, as W5 has it) and runs the
+same step from this process as worker 0 through its own server, so the two lines side by
+side are what between-graph placement adds to a step. ``--ops`` adds the time per op type
+from the step stats of traced runs (``RunOptions(trace_level=FULL_TRACE)``); ``--cprofile``
+adds the functions the untraced steps spend their time in, ``--cpu-profile`` the same
+timed in thread CPU (so waits for the ps drop out; the profiler's own cost inflates both).
 """
 from __future__ import annotations
 
@@ -17,14 +21,28 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.cluster import Cluster
 from bench.train_worker import BATCH, LEARNING_RATE, build_mlp
 
 
-def build(tf):
-    """The session, the train op and a fixed feed, variables initialized."""
-    x, labels, loss, global_step = build_mlp(tf)
-    train_op = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(loss, global_step=global_step)
-    sess = tf.Session()
+def build(tf, cluster=None):
+    """The session, the train op and a fixed feed, variables initialized. ``cluster``
+    (bench.cluster.Cluster with a running ps and a worker address): the variables go to
+    the ps and the session runs on a server for worker 0 in this process."""
+    if cluster is None:
+        x, labels, loss, global_step = build_mlp(tf)
+        train_op = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(
+            loss, global_step=global_step)
+        sess = tf.Session()
+    else:
+        spec = tf.train.ClusterSpec(cluster.jobs)
+        server = tf.train.Server(spec, job_name="worker", task_index=0)
+        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                      cluster=spec)):
+            x, labels, loss, global_step = build_mlp(tf)
+            train_op = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(
+                loss, global_step=global_step)
+        sess = tf.Session(server.target)
     sess.run(tf.global_variables_initializer())
     rng = np.random.default_rng(0)
     feed = {x: rng.standard_normal((BATCH, 64)).astype(np.float32),
@@ -73,12 +91,27 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--ops", action="store_true", help="time per op type (traced steps)")
     p.add_argument("--cprofile", action="store_true", help="cProfile of untraced steps")
+    p.add_argument("--cpu-profile", action="store_true",
+                   help="cProfile of untraced steps, timed in thread CPU")
+    p.add_argument("--ps", action="store_true",
+                   help="variables on a ps task of their own, the step run as worker 0")
     args = p.parse_args(argv)
+    cluster = None
+    if args.ps:
+        cluster = Cluster("dtf", {"ps": 1, "worker": 1}).start_jobs("ps")
+    try:
+        run(args, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def run(args, cluster):
     import dtf as tf
 
     from dtf.kernels.cpu import jit_loading
 
-    sess, train_op, feed = build(tf)
+    sess, train_op, feed = build(tf, cluster)
     step_times(sess, train_op, feed, 200)  # warm-up: plan compiled, caches filled
     # Until Numba's loops are loaded (in the background) kernels run numpy fallbacks:
     # measure the steady state only.
@@ -87,13 +120,15 @@ def main(argv=None):
     wall, cpu = step_times(sess, train_op, feed, args.steps)
     print(f"median step: {statistics.median(wall) * 1e6:.1f} us wall "
           f"(p10 {np.percentile(wall, 10) * 1e6:.1f}, p90 {np.percentile(wall, 90) * 1e6:.1f}), "
-          f"{statistics.median(cpu) * 1e6:.1f} us cpu, {args.steps} steps")
+          f"{statistics.median(cpu) * 1e6:.1f} us cpu, {args.steps} steps"
+          + (" (variables on a ps task)" if cluster is not None else ""))
     if args.ops:
         print_ops(op_times(tf, sess, train_op, feed, args.steps))
-    if args.cprofile:
-        prof = cProfile.Profile()
-        prof.runcall(step_times, sess, train_op, feed, args.steps)
-        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    for wanted, timer in ((args.cprofile, None), (args.cpu_profile, time.thread_time)):
+        if wanted:
+            prof = cProfile.Profile() if timer is None else cProfile.Profile(timer)
+            prof.runcall(step_times, sess, train_op, feed, args.steps)
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":

@@ -55,12 +55,11 @@ def test_layers_train_on_a_ps_and_worker_as_in_process(make_cluster):
     local, local_moving, _ = _train("")
     assert device == "/job:ps/task:0"
     assert remote[-1] < remote[0]
-    # Not to float rounding: which kernels serve a process's steps depends on when its
-    # Numba loops loaded (dtf.kernels.cpu.jit_loading), in a task later than in this
-    # process. In one process the first four losses agree to 3e-7 either way, and the
-    # fifth is 0.90286 or 0.90305 (2e-4 apart) by whether the loops loaded before or
-    # after the session's first run: a value at ReLU's kink or a pooling window's maximum
-    # can fall either side. A misplaced or missed update moves the losses far more.
+    # Not to float rounding. The fifth loss comes out 0.90286 or 0.90305 (2e-4 apart; the
+    # first four agree to 3e-7): always the first with numpy's stand-ins, either with
+    # Numba's loops, and a task loads its loops later than this process does
+    # (dtf.kernels.cpu.jit_loading). Which kernel splits it is not known yet. A misplaced
+    # or missed update moves the losses far more.
     np.testing.assert_allclose(remote, local, rtol=1e-3)
     np.testing.assert_allclose(remote_moving, local_moving, rtol=1e-3)
     assert np.all(remote_moving != 0)

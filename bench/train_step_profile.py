@@ -29,20 +29,16 @@ def build(tf, cluster=None):
     """The session, the train op and a fixed feed, variables initialized. ``cluster``
     (bench.cluster.Cluster with a running ps and a worker address): the variables go to
     the ps and the session runs on a server for worker 0 in this process."""
-    if cluster is None:
+    target, setter = "", None
+    if cluster is not None:
+        spec = tf.train.ClusterSpec(cluster.jobs)
+        target = tf.train.Server(spec, job_name="worker", task_index=0).target
+        setter = tf.train.replica_device_setter(worker_device="/job:worker/task:0", cluster=spec)
+    with tf.device(setter):
         x, labels, loss, global_step = build_mlp(tf)
         train_op = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(
             loss, global_step=global_step)
-        sess = tf.Session()
-    else:
-        spec = tf.train.ClusterSpec(cluster.jobs)
-        server = tf.train.Server(spec, job_name="worker", task_index=0)
-        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
-                                                      cluster=spec)):
-            x, labels, loss, global_step = build_mlp(tf)
-            train_op = tf.train.GradientDescentOptimizer(LEARNING_RATE).minimize(
-                loss, global_step=global_step)
-        sess = tf.Session(server.target)
+    sess = tf.Session(target)
     sess.run(tf.global_variables_initializer())
     rng = np.random.default_rng(0)
     feed = {x: rng.standard_normal((BATCH, 64)).astype(np.float32),

@@ -103,8 +103,11 @@ class Plan:
     """A compiled step: kernels in topological order over a flat list of value slots."""
 
     def __init__(self, steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, node_count, device,
-                 blocking=False, constants=()):
+                 blocking=False, constants=(), variable_slots=None):
         self.steps = steps
+        # Slots that hold a variable's handle -> the variable's own slot (a forwarding
+        # Identity's handle is its variable's): which steps touch the same variable.
+        self.variable_slots = variable_slots or {}
         # Steps whose kernel returns the same value every run (``constant_output``): their
         # slots start filled (``initial``) and they never run; traces list them as run.
         self.constants = list(constants)
@@ -554,11 +557,10 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
     # (Identity: TF's `v/read` aliases the variable's buffer, so a consumer that runs after
     # an assignment sees the new value; we reproduce that by dereferencing at the consumer).
     ref_producers = set()
+    # Each handle's slot -> its variable's slot (see Plan.variable_slots).
+    variable_slots = {}
     for node in order:
         opdef = get_op_def(node.op)
-        if opdef.ref_output or (opdef.forwards_ref and node.inputs and node.inputs[0] not in fed
-                                and split_tensor_name(node.inputs[0])[0] in ref_producers):
-            ref_producers.add(node.name)
         base = n_slots
         n_out = len(node.output_dtypes)
         for k in range(n_out):
@@ -566,6 +568,17 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
             if key not in slot_of:
                 slot_of[key] = base + k
         n_slots += n_out
+        out = f"{node.name}:0"
+        if opdef.ref_output:
+            ref_producers.add(node.name)
+            if out not in fed:
+                variable_slots[slot_of[out]] = slot_of[out]
+        elif (opdef.forwards_ref and node.inputs and node.inputs[0] not in fed
+              and split_tensor_name(node.inputs[0])[0] in ref_producers):
+            ref_producers.add(node.name)
+            source = slot_of[node.inputs[0]]
+            if out not in fed and source in variable_slots:
+                variable_slots[slot_of[out]] = variable_slots[source]
 
     steps = []
     blocking = False
@@ -615,4 +628,4 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
                                        targets=targets)
     steps = _dropping_reads(steps, {st.out for st in steps if st.compute is _deref})
     return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking,
-                constants)
+                constants, variable_slots)

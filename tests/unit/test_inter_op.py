@@ -131,6 +131,80 @@ def test_reads_after_a_control_dependency_see_the_assignment(every_step_heavy):
         assert sess.run(w) == 10.0 + WARM_RUNS
 
 
+
+def _two_layer_training():
+    """Gradient descent on x @ w1 @ w2: the update of w2 and the product that takes w2 to
+    the hidden layer's gradient both wait only on the output's gradient."""
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((8, 5)).astype(np.float32))
+    w1 = tf.Variable(rng.standard_normal((5, 6)).astype(np.float32), name="w1")
+    w2 = tf.Variable(rng.standard_normal((6, 3)).astype(np.float32), name="w2")
+    loss = tf.reduce_sum(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)))
+    train = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+    return loss, train, [w1, w2]
+
+
+def _reachable(consumers, start):
+    seen, todo = set(), [start]
+    while todo:
+        for c in consumers[todo.pop()]:
+            if c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return seen
+
+
+def test_parallel_schedule_orders_reads_and_updates_of_a_variable(every_step_heavy):
+    g = tf.Graph()
+    with g.as_default():
+        loss, train, _ = _two_layer_training()
+        init = tf.global_variables_initializer()
+    with session(g, 2) as sess:
+        sess.run(init)
+        sess.run([loss, train])
+        plan = plans(sess)[-1]
+    policy = plan.inter_op_policy
+    touching = {}  # variable slot -> [(step index, updates)]
+    for i, st in enumerate(plan.steps):
+        if st.nout and st.out in plan.variable_slots:
+            continue
+        for pos, slot in enumerate(st.ins):
+            if slot in plan.variable_slots:
+                touching.setdefault(plan.variable_slots[slot], []).append(
+                    (i, not parallel._only_reads(st, pos)))
+    updates = 0
+    for steps in touching.values():
+        for a, (i, i_updates) in enumerate(steps):
+            for j, j_updates in steps[a + 1:]:
+                if i_updates or j_updates:
+                    assert j in _reachable(policy.consumers, i), (
+                        f"{plan.steps[j].node.name} may run before {plan.steps[i].node.name}")
+            updates += i_updates
+    # Each weight's update; w2 is read twice before its own (forward, and backward to the
+    # hidden layer), w1 once (no gradient goes to x).
+    assert updates == 2 and sorted(map(len, touching.values())) == [2, 3]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_parallel_training_gives_the_sequential_numbers(every_step_heavy, threads):
+    """The parallel schedule keeps the sequential order between a variable's reads and its
+    updates, so which thread comes first never changes a step's result."""
+    results = {}
+    for n in (1, threads):
+        g = tf.Graph()
+        with g.as_default():
+            loss, train, weights = _two_layer_training()
+            init = tf.global_variables_initializer()
+        with session(g, n) as sess:
+            sess.run(init)
+            losses = [sess.run([loss, train])[0] for _ in range(WARM_RUNS + 6)]
+            if n > 1:
+                assert plans(sess)[-1].inter_op.heavy is not None  # it ran in parallel
+            results[n] = losses, sess.run(weights)
+    np.testing.assert_array_equal(results[threads][0], results[1][0])
+    for par, seq in zip(results[threads][1], results[1][1]):
+        np.testing.assert_array_equal(par, seq)
+
 def test_no_thread_left_after_close(every_step_heavy):
     before = len(pool_threads())
     g = tf.Graph()

@@ -83,7 +83,8 @@ def serve_ps(socks, steps):
                 for v, g in zip(variables, msg["tensors"]):
                     np.subtract(v, np.multiply(g, lr), out=v)
                 global_step += 1
-                send(sock, codec.encode({"outputs": {RUN_GRAPH["fetches"][0]: np.int64(global_step)}}, True))
+                reply = {"outputs": {RUN_GRAPH["fetches"][0]: np.int64(global_step)}}
+                send(sock, codec.encode(reply, True))
     cpu = time.process_time() - cpu0
     for s in socks:
         s.shutdown(socket.SHUT_RDWR)

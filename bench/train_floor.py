@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import select
+import signal
 import socket
 import struct
 import sys
@@ -116,9 +117,10 @@ def run_worker(sock, index, report):
             receive(sock)
             steps += 1
     except (EOFError, OSError):
-        pass
-    cpu = time.process_time() - cpu0
-    report.sendall(struct.pack("<Qdd", steps, cpu, kernel_s))
+        pass  # the ps is done and shut the socket
+    finally:  # always, so that the parent never waits for a report that cannot come
+        cpu = time.process_time() - cpu0
+        report.sendall(struct.pack("<Qdd", steps, cpu, kernel_s))
 
 
 def run(workers, steps):
@@ -128,17 +130,30 @@ def run(workers, steps):
     for i, ((ps_end, worker_end), (ours, theirs)) in enumerate(zip(pairs, reports)):
         pid = os.fork()
         if pid == 0:
-            ps_end.close()
-            run_worker(worker_end, i, theirs)
-            os._exit(0)
+            code = 1
+            try:
+                ps_end.close()
+                run_worker(worker_end, i, theirs)
+                code = 0
+            finally:
+                os._exit(code)
         worker_end.close()
         pids.append(pid)
-    start = time.perf_counter()
-    ps_cpu = serve_ps([p for p, _ in pairs], steps)
-    wall = time.perf_counter() - start
-    results = [struct.unpack("<Qdd", _read(ours, 24)) for ours, _ in reports]
-    for pid in pids:
-        os.waitpid(pid, 0)
+    try:
+        start = time.perf_counter()
+        ps_cpu = serve_ps([p for p, _ in pairs], steps)
+        wall = time.perf_counter() - start
+        results = [struct.unpack("<Qdd", _read(ours, 24)) for ours, _ in reports]
+    except BaseException:
+        for pid in pids:  # only the workers this run forked
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise
+    finally:
+        for pid in pids:
+            os.waitpid(pid, 0)
     return steps / wall, ps_cpu / steps, results
 
 
@@ -152,6 +167,7 @@ def main(argv=None):
     print(f"floor, 1 ps + {args.workers} workers: {steps_s:.0f} global steps/s; "
           f"ps {ps_cpu * 1e6:.0f} us CPU per global step")
     for i, (n, cpu, kernel_s) in enumerate(results):
+        n = max(n, 1)
         print(f"worker {i}: {n} steps, {cpu / n * 1e6:.0f} us CPU per own step "
               f"({kernel_s / n * 1e6:.0f} us of it the MLP in numpy)")
 

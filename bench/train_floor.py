@@ -1,5 +1,5 @@
-"""What W6 async could reach in Python on this machine: ``python -m bench.train_floor
-[--workers 2] [--steps 20000]``.
+"""What W6 could reach in Python on this machine: ``python -m bench.train_floor
+[--mode async|sync] [--workers 2] [--steps 20000]``.
 
 One ps process and N worker processes (forked) exchange per step the four messages a dtf
 between-graph step does (the worker's RunGraph, the variables, the gradients, the ps's
@@ -61,17 +61,21 @@ def receive(sock) -> dict:
     return codec.decode([_read(sock, n) for n in lengths[:count]])
 
 
-def serve_ps(socks, steps):
-    """Runs the ps until the global step reaches ``steps``; its CPU seconds."""
+def serve_ps(socks, steps, sync=False):
+    """Runs the ps until the global step reaches ``steps``; its CPU seconds. ``sync``: the
+    gradients of every worker are summed and applied once all have come, and each worker's
+    reply waits for that (SyncReplicasOptimizer's aggregation, without its queue runner's
+    messages or its tokens)."""
     rng = np.random.default_rng(0)
     variables = [(rng.standard_normal(s) * 0.1).astype(np.float32) for s in SHAPES]
+    sums = [np.zeros_like(v) for v in variables]
     lr = np.float32(LEARNING_RATE)
     poller = select.poll()
     by_fd = {}
     for s in socks:
         poller.register(s, select.POLLIN)
         by_fd[s.fileno()] = s
-    global_step = 0
+    global_step, waiting = 0, []
     cpu0 = time.process_time()
     while global_step < steps:
         for fd, _ in poller.poll():
@@ -80,12 +84,29 @@ def serve_ps(socks, steps):
             if msg.get("method") == "RunGraph":
                 send(sock, codec.encode({"step_id": msg["step_id"], "keys": _KEYS,
                                          "tensors": variables}, True))
-            else:  # the gradients
+                continue
+            # The gradients.
+            if not sync:
                 for v, g in zip(variables, msg["tensors"]):
                     np.subtract(v, np.multiply(g, lr), out=v)
                 global_step += 1
-                reply = {"outputs": {RUN_GRAPH["fetches"][0]: np.int64(global_step)}}
-                send(sock, codec.encode(reply, True))
+                waiting = [sock]
+            else:
+                for total, g in zip(sums, msg["tensors"]):
+                    np.add(total, g, out=total)
+                waiting.append(sock)
+                if len(waiting) < len(socks):
+                    continue
+                scale = np.float32(LEARNING_RATE / len(socks))
+                for v, total in zip(variables, sums):
+                    np.subtract(v, np.multiply(total, scale), out=v)
+                    total.fill(0)
+                global_step += 1
+            reply = codec.encode({"outputs": {RUN_GRAPH["fetches"][0]: np.int64(global_step)}},
+                                 True)
+            for waiter in waiting:
+                send(waiter, reply)
+            waiting = []
     cpu = time.process_time() - cpu0
     for s in socks:
         s.shutdown(socket.SHUT_RDWR)
@@ -123,7 +144,7 @@ def run_worker(sock, index, report):
         report.sendall(struct.pack("<Qdd", steps, cpu, kernel_s))
 
 
-def run(workers, steps):
+def run(workers, steps, sync=False):
     pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(workers)]
     reports = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(workers)]
     pids = []
@@ -141,7 +162,7 @@ def run(workers, steps):
         pids.append(pid)
     try:
         start = time.perf_counter()
-        ps_cpu = serve_ps([p for p, _ in pairs], steps)
+        ps_cpu = serve_ps([p for p, _ in pairs], steps, sync)
         wall = time.perf_counter() - start
         results = [struct.unpack("<Qdd", _read(ours, 24)) for ours, _ in reports]
     except BaseException:
@@ -162,9 +183,10 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--mode", choices=("async", "sync"), default="async")
     args = p.parse_args(argv)
-    steps_s, ps_cpu, results = run(args.workers, args.steps)
-    print(f"floor, 1 ps + {args.workers} workers: {steps_s:.0f} global steps/s; "
+    steps_s, ps_cpu, results = run(args.workers, args.steps, args.mode == "sync")
+    print(f"floor, {args.mode}, 1 ps + {args.workers} workers: {steps_s:.0f} global steps/s; "
           f"ps {ps_cpu * 1e6:.0f} us CPU per global step")
     for i, (n, cpu, kernel_s) in enumerate(results):
         n = max(n, 1)

@@ -189,9 +189,9 @@ def main(argv=None):
     print(f"floor, {args.mode}, 1 ps + {args.workers} workers: {steps_s:.0f} global steps/s; "
           f"ps {ps_cpu * 1e6:.0f} us CPU per global step")
     for i, (n, cpu, kernel_s) in enumerate(results):
-        n = max(n, 1)
-        print(f"worker {i}: {n} steps, {cpu / n * 1e6:.0f} us CPU per own step "
-              f"({kernel_s / n * 1e6:.0f} us of it the MLP in numpy)")
+        per = max(n, 1)  # a worker the other outran may have no step of its own
+        print(f"worker {i}: {n} steps, {cpu / per * 1e6:.0f} us CPU per own step "
+              f"({kernel_s / per * 1e6:.0f} us of it the MLP in numpy)")
 
 
 if __name__ == "__main__":

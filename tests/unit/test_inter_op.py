@@ -131,7 +131,6 @@ def test_reads_after_a_control_dependency_see_the_assignment(every_step_heavy):
         assert sess.run(w) == 10.0 + WARM_RUNS
 
 
-
 def _two_layer_training():
     """Gradient descent on x @ w1 @ w2: the update of w2 and the product that takes w2 to
     the hidden layer's gradient both wait only on the output's gradient."""

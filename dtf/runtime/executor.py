@@ -103,7 +103,7 @@ class Plan:
     """A compiled step: kernels in topological order over a flat list of value slots."""
 
     def __init__(self, steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, node_count, device,
-                 blocking=False, constants=(), variable_slots=None):
+                 blocking_nodes=frozenset(), constants=(), variable_slots=None):
         self.steps = steps
         # Slots that hold a variable's handle -> the variable's own slot (a forwarding
         # Identity's handle is its variable's): which steps touch the same variable.
@@ -120,8 +120,9 @@ class Plan:
         self.fetch_is_ref = fetch_is_ref
         self.node_count = node_count
         self.device = device
-        # Some kernel may wait for other steps (a queue, an accumulator).
-        self.blocking = blocking
+        # Some kernel may wait for other steps (a queue, an accumulator): the names of their
+        # nodes.
+        self.blocking = bool(blocking_nodes)
         # Whether a server may run it on its I/O thread (decided by the worker once it ran).
         self.inline = False
         # Whether a worker has run it (it gives free memory back after a plan's first run).
@@ -135,8 +136,8 @@ class Plan:
         self.receives = any(k is not None for k in recv_keys)
         # (units, their receive keys, consumers, pending counts): see dataflow_units.
         self.dataflow = (dataflow_units(steps, recv_keys, *_dataflow_graph(steps, feed_slots),
-                                        singletons=blocking)
-                         if blocking or self.receives else None)
+                                        may_block=[st.node.name in blocking_nodes for st in steps])
+                         if blocking_nodes or self.receives else None)
 
     def run(self, ctx: StepContext, feed_values, stats: list | None = None):
         # TF's kernels never warn: inf and nan are values. One error-state context per step
@@ -244,8 +245,8 @@ class _DataflowRun:
     def _advance(self, on_ready):
         # The loop body is inlined (one call per step: Step.call): it runs for every unit of
         # every partition that receives tensors, a training step's hottest Python. A unit is
-        # a receive or a block of steps run in order (dataflow_units; one step each in a
-        # plan that may block, so only a lone kernel raises WouldBlock here).
+        # a receive, a kernel that may block, or a block of other steps run in order
+        # (dataflow_units), so only a lone kernel raises WouldBlock here.
         units, recv_keys, consumers, _ = self.plan.dataflow
         ctx, vals, stats = self.ctx, self.vals, self.stats
         pending, ready, parked = self.pending, self.ready, self.parked
@@ -581,7 +582,7 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
                 variable_slots[slot_of[out]] = variable_slots[source]
 
     steps = []
-    blocking = False
+    blocking_nodes = set()
     fusable_ops = _fusable_op_types(device_type)
     for node in order:
         opdef = get_op_def(node.op)
@@ -612,7 +613,8 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
         compute = kdef.factory(node)
         if reads:
             compute = _reading_variables(compute, tuple(reads))
-        blocking = blocking or kdef.blocking
+        if kdef.blocking:
+            blocking_nodes.add(node.name)
         out = slot_of.get(f"{node.name}:0", n_slots) if node.output_dtypes else 0
         steps.append(Step(compute, tuple(ins), out, len(node.output_dtypes), node))
 
@@ -627,5 +629,5 @@ def build_plan(lookup, fetches, feeds, targets, device_type="CPU", device="") ->
                                        fold=device_type == "CPU", fetch_slots=fetch_slots,
                                        targets=targets)
     steps = _dropping_reads(steps, {st.out for st in steps if st.compute is _deref})
-    return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device, blocking,
-                constants, variable_slots)
+    return Plan(steps, n_slots, feed_slots, fetch_slots, fetch_is_ref, len(order), device,
+                frozenset(blocking_nodes), constants, variable_slots)

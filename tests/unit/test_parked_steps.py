@@ -61,6 +61,36 @@ def test_a_dequeue_parks_and_the_enqueue_of_another_step_resumes_it():
     assert run.outputs() == [np.float32(3.0)]
 
 
+def test_only_the_kernels_that_may_block_run_alone_and_the_rest_runs_in_blocks():
+    """A plan with a dequeue schedules the steps around it in blocks: the dequeue is a unit
+    of its own (retried alone once it parks), what does not wait for it runs before it
+    parks, and what waits for it runs once another step has enqueued."""
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="q")
+        v = tf.Variable(0.0, name="v")
+        bumped = tf.assign_add(v, tf.constant(1.0) * 2.0 + 1.0)
+        x = q.dequeue()
+        y = tf.sqrt(x * 2.0 + 1.0) - 1.0
+        enq = q.enqueue([4.0])
+        init = v.initializer
+    h = Harness(g)
+    h.run([init])
+    plan = h.executor.plan((y.name, bumped.name), (), ())
+    units = plan.dataflow[0]
+    assert len(units) < len(plan.steps)
+    for unit in units:
+        if any(st.node.op == "QueueDequeueV2" for st in unit):
+            assert len(unit) == 1
+    run = plan.start(h.context(), [])
+    assert run.advance(on_ready=lambda: None) is False
+    read = h.executor.plan((v.value().name,), (), ())
+    assert read.run(h.context(), [])[0] == 3.0  # the update ran before the step parked
+    h.run([enq])
+    assert run.advance(on_ready=lambda: None) is True
+    assert run.outputs() == [2.0, 3.0]
+
+
 def test_a_parked_kernel_fails_at_its_own_timeout():
     g, ops = queue_graph()
     h = Harness(g)

@@ -125,8 +125,12 @@ class _Waitable:
         self.waiters: list = []
 
     def _notify(self):
-        """Wakes blocked kernels and parked steps (call holding ``cond``)."""
-        self.cond.notify_all()
+        """Wakes blocked kernels and parked steps (call holding ``cond``). A server's I/O
+        thread parks its steps instead of waiting in ``cond``: on a sync ps nobody waits
+        there, and notify_all would cost its microsecond on each of the ~10 changes of its
+        accumulators and queues per global step anyway (see _has_waiters)."""
+        if _has_waiters(self.cond):
+            self.cond.notify_all()
         self._resume_parked()
 
     def _resume_parked(self):
@@ -535,8 +539,9 @@ class AccumulatorResource(_Resource, _Waitable):
         self.dtype = attrs["dtype"]
         self.shape = attrs.get("shape")
         self.mean = attrs.get("reduction_type", "MEAN") == "MEAN"
+        self._np_dtype = np.dtype(self.dtype.as_numpy_dtype)
         self._init_waiting()
-        self.sum = None
+        self.sum = None  # this accumulator's own array: gradients are added into it
         self.count = 0
         self.global_step = 0
 
@@ -550,12 +555,19 @@ class AccumulatorResource(_Resource, _Waitable):
                 f"{['?' if w is None else w for w in want]}, got {list(grad.shape)}")
 
     def apply(self, grad, local_step, node):
-        grad = as_array(grad, self.dtype)
+        if type(grad) is not np.ndarray or grad.dtype != self._np_dtype:
+            grad = as_array(grad, self.dtype)
         with self.cond:
             if local_step < self.global_step:
                 return  # stale: computed from variables older than the current step
-            self._check_shape(grad, node)
-            self.sum = grad.copy() if self.sum is None else self.sum + grad
+            total = self.sum
+            if total is None:
+                self._check_shape(grad, node)
+                self.sum = grad.copy()
+            else:
+                if total.shape != grad.shape:
+                    self._check_shape(grad, node)  # raises: the shapes differ
+                np.add(total, grad, out=total)  # a sync ps adds every worker's gradient here
             self.count += 1
             self._notify()
 

@@ -22,7 +22,7 @@ from bench import conv_kernels, raw
 from bench.cluster import REPO, quiet_env
 from bench.probe_client import ProbeClient
 from bench.report import format_table, summarize
-from bench.training import CONFIGS, run_training, workload
+from bench.training import CONFIGS, run_floor, run_training, workload
 
 # A venv beside the checkout holding tensorflow-cpu (see docs/benchmarks.md), or $DTF_BENCH_TF_PYTHON.
 DEFAULT_TF_PYTHON = os.environ.get(
@@ -187,6 +187,11 @@ def run_trainings(run: Run, configs):
                 except Exception as e:  # noqa: BLE001
                     failed.add(impl)
                     run.note(f"training {mode} x{workers} on {impl} failed: {str(e)[-800:]}")
+            if not warm:  # the floor is in its steady state from its first step
+                try:
+                    run.add("dtf", run_floor(run.pythons["dtf"], mode, workers, run.args.steps))
+                except Exception as e:  # noqa: BLE001
+                    run.note(f"floor {mode} x{workers} failed: {str(e)[-800:]}")
 
 
 def _has_sync(run: Run, impl) -> bool:

@@ -21,6 +21,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
@@ -190,8 +191,12 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--mode", choices=("async", "sync"), default="async")
+    p.add_argument("--json", action="store_true", help="print one JSON line (what bench reads)")
     args = p.parse_args(argv)
     steps_s, ps_cpu, results = run(args.workers, args.steps, args.mode == "sync")
+    if args.json:
+        print(json.dumps({"steps_s": steps_s, "ps_cpu_s": ps_cpu}))
+        return
     print(f"floor, {args.mode}, 1 ps + {args.workers} workers: {steps_s:.0f} global steps/s; "
           f"ps {ps_cpu * 1e6:.0f} us CPU per global step")
     for i, (n, cpu, kernel_s) in enumerate(results):

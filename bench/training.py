@@ -134,6 +134,25 @@ def run_training(impl, python, mode, workers, steps, batch=64, timeout_s=300.0, 
             f"{prefix}.examples_s": examples / window}, notes
 
 
+# The floor's rate does not depend on how long it runs; below this many global steps a
+# run lasts a fraction of a second and its figure is mostly noise.
+FLOOR_MIN_STEPS = 10_000
+
+
+def run_floor(python, mode, workers, steps) -> dict:
+    """bench.train_floor for the same setup: {metric id ending in @numpy: global steps/s}
+    of the step's messages and numpy kernels with no runtime (the W5/W6 rows' numpy
+    column), run by ``python`` (dtf's interpreter: it uses dtf's codec)."""
+    argv = [python, "-m", "bench.train_floor", f"--mode={mode}", f"--workers={workers}",
+            f"--steps={max(steps, FLOOR_MIN_STEPS)}", "--json"]
+    out = subprocess.run(argv, cwd=REPO, env=quiet_env(), capture_output=True, text=True,
+                         timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench.train_floor exited {out.returncode}: {out.stderr[-800:]}")
+    floor = json.loads(out.stdout.strip().splitlines()[-1])
+    return {f"{metric_prefix(mode, workers)}.steps_s@numpy": floor["steps_s"]}
+
+
 def _collect(procs, timeout_s, grace_s, notes, impl):
     """Results of the workers that finish; stops waiting ``grace_s`` after the first one."""
     deadline = time.monotonic() + timeout_s

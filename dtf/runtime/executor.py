@@ -120,8 +120,8 @@ class Plan:
         self.fetch_is_ref = fetch_is_ref
         self.node_count = node_count
         self.device = device
-        # Some kernel may wait for other steps (a queue, an accumulator): the names of their
-        # nodes.
+        # Some kernel may wait for other steps (a queue, an accumulator); ``blocking_nodes``
+        # names those kernels' nodes, each a dataflow unit of its own (dataflow_units).
         self.blocking = bool(blocking_nodes)
         # Whether a server may run it on its I/O thread (decided by the worker once it ran).
         self.inline = False

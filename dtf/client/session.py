@@ -137,6 +137,7 @@ class BaseSession:
         self._closed = False
         self._fetch_plans: dict = {}
         self._feed_tensors: dict = {}
+        self._fed_arrays: dict = {}  # feed_dict key -> (its tensor, the tensor's numpy dtype)
         self._backend = _make_backend(self._target, graph, self._config)
         self._default_ctx = None
 
@@ -200,7 +201,27 @@ class BaseSession:
         if not feed_dict:
             return (), []
         items = []
-        for key, value in _split_composite_feeds(feed_dict):
+        fast = self._fed_arrays
+        for key, value in feed_dict.items():
+            # A training loop feeds arrays already of their placeholders' dtypes, under the
+            # same keys every step: those pass at a dict lookup and a shape check (~2 us
+            # less per feed than the conversion and checks of _feed_items).
+            known = fast.get(key)
+            if known is not None and type(value) is np.ndarray and value.dtype == known[1]:
+                t = known[0]
+                dims, shape = t.shape.as_tuple_or_none(), value.shape  # set_shape may narrow it
+                if dims is None or dims == shape or _dims_accept(dims, shape):
+                    items.append((t.name, value))
+                    continue
+            items.extend(self._feed_items(key, value))
+        items.sort(key=lambda kv: kv[0])
+        return tuple(k for k, _ in items), [v for _, v in items]
+
+    def _feed_items(self, key, value):
+        """(tensor name, array) of one feed_dict entry (several for a composite key),
+        converted to its tensor's dtype and checked against its shape."""
+        items = []
+        for key, value in _composite_feed_parts(key, value):
             t = self._feed_tensor(key)
             if isinstance(value, (_ops.Tensor, _ops.Operation)):
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
@@ -217,8 +238,10 @@ class BaseSession:
                 raise ValueError(f"Cannot feed value of shape {arr.shape!r} for Tensor "
                                  f"{t.name!r}, which has shape {str(t.shape)!r}")
             items.append((t.name, arr))
-        items.sort(key=lambda kv: kv[0])
-        return tuple(k for k, _ in items), [v for _, v in items]
+            # Keys of numeric tensors may take _feeds' short way next time.
+            if t.dtype.name != "string" and len(self._fed_arrays) < 4096:
+                self._fed_arrays[key] = (t, np.dtype(t.dtype.as_numpy_dtype))
+        return items
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
         """A function that runs the step of ``fetches``, fed from its arguments in the
@@ -281,20 +304,19 @@ def _dims_accept(dims, shape) -> bool:
     return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
 
 
-def _split_composite_feeds(feed_dict):
-    """(key, value) pairs with each composite key (a SparseTensor fed a SparseTensorValue
-    or a tuple) replaced by its part tensors and the matching parts of the value."""
-    for key, value in feed_dict.items():
-        composite = getattr(key, "_composite_parts", None)
-        if composite is None:
-            yield key, value
-            continue
-        parts, _ = composite()
-        values = tuple(value)
-        if len(values) != len(parts):
-            raise ValueError(f"Cannot feed {value!r} for {key!r}: expected {len(parts)} parts, "
-                             f"got {len(values)}")
-        yield from zip(parts, values)
+def _composite_feed_parts(key, value):
+    """(key, value) of a feed, or with a composite key (a SparseTensor fed a
+    SparseTensorValue or a tuple) its part tensors and the matching parts of the value."""
+    composite = getattr(key, "_composite_parts", None)
+    if composite is None:
+        yield key, value
+        return
+    parts, _ = composite()
+    values = tuple(value)
+    if len(values) != len(parts):
+        raise ValueError(f"Cannot feed {value!r} for {key!r}: expected {len(parts)} parts, "
+                         f"got {len(values)}")
+    yield from zip(parts, values)
 
 
 def _fetch_key(fetches):

@@ -145,7 +145,11 @@ class Plan:
         if getattr(_thread_errors, "ignored", False):
             return self._run(ctx, feed_values, stats)
         with np.errstate(all="ignore"):
-            return self._run(ctx, feed_values, stats)
+            _thread_errors.ignored = True  # so a dataflow run inside enters no second one
+            try:
+                return self._run(ctx, feed_values, stats)
+            finally:
+                _thread_errors.ignored = False
 
     def _run(self, ctx, feed_values, stats):
         vals = ctx.values = self._slots(feed_values)

@@ -472,6 +472,27 @@ def test_apply_gradient_descent_writes_in_place_what_nothing_else_holds(shape):
     np.testing.assert_array_equal(held, kept)
 
 
+def test_apply_gradient_descent_writes_in_place_before_the_loops_load_too(monkeypatch):
+    from dtf.kernels.cpu import jit_loading
+
+    monkeypatch.setattr(jit_loading, "loaded", lambda: False)  # the numpy stand-ins serve
+    monkeypatch.setattr(jit_loading, "charge", lambda *a, **k: None)  # and start nothing
+    k = kernel("ApplyGradientDescent", {"T": F32})
+    alpha, delta = np.array(0.1, np.float32), RNG.normal(size=(3, 4)).astype(np.float32)
+    ref = _variable(RNG.normal(size=(3, 4)).astype(np.float32))
+    expected = ref.value - alpha * delta
+    before = id(ref.value)
+    out = k(None, ref, alpha, delta)
+    assert id(out) == before and out is ref.value
+    np.testing.assert_array_equal(out, expected)
+    held = ref.value
+    kept = held.copy()
+    k(None, ref, alpha, delta[:, ::-1])  # held elsewhere: replaced, whatever the layout
+    assert ref.value is not held
+    np.testing.assert_array_equal(held, kept)
+    np.testing.assert_array_equal(ref.value, kept - alpha * delta[:, ::-1])
+
+
 def test_apply_gradient_descent_shape_mismatch():
     k = kernel("ApplyGradientDescent", {"T": F32})
     ref = _variable(np.zeros((2, 2), np.float32))

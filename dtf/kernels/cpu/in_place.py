@@ -35,6 +35,22 @@ def _own_references() -> int:
 OWN_REFERENCES = _own_references()
 
 
+def _own_reference_to_one() -> int:
+    """What unshared_one's count says of an array held as _own_references describes
+    (_count_as_unshared_one counts at the same call depth)."""
+    holder = _Holder()
+    holder.value = np.empty(1)
+    value = holder.value
+    return _count_as_unshared_one(value)
+
+
+def _count_as_unshared_one(a) -> int:
+    return sys.getrefcount(a)
+
+
+OWN_REFERENCE_TO_ONE = _own_reference_to_one()
+
+
 def unshared(arrays) -> bool:
     """Whether each array (each read from its variable into one local name of the caller)
     is referred to by nothing else, owns its memory (no view of a received frame or of
@@ -42,3 +58,12 @@ def unshared(arrays) -> bool:
     if any(n != OWN_REFERENCES for n in _refcounts(arrays)):
         return False
     return all(a.flags.owndata and a.flags.writeable and a.flags.c_contiguous for a in arrays)
+
+
+def unshared_one(a) -> bool:
+    """``unshared((a,))`` for one array, without the tuple and generators (a gradient-
+    descent update, four per global step of a small model's ps, spent a microsecond here)."""
+    if sys.getrefcount(a) != OWN_REFERENCE_TO_ONE:
+        return False
+    flags = a.flags
+    return flags.owndata and flags.writeable and flags.c_contiguous

@@ -204,8 +204,8 @@ class BaseSession:
         fast = self._fed_arrays
         for key, value in feed_dict.items():
             # A training loop feeds arrays already of their placeholders' dtypes, under the
-            # same keys every step: those pass at a dict lookup and a shape check (~2 us
-            # less per feed than the conversion and checks of _feed_items).
+            # same keys every step: those pass at a dict lookup and a shape check (~0.75 us
+            # less per feed than the conversion and checks of _feed_items, by timeit).
             known = fast.get(key)
             if known is not None and type(value) is np.ndarray and value.dtype == known[1]:
                 t = known[0]

@@ -136,7 +136,7 @@ class MasterSession:
         client does, never fails this; one writing the wire itself can). A feed whose
         array has the numpy dtype that passed for its tensor before passes at a dict
         lookup: a training loop feeds the same placeholders every step, and the full check
-        cost a between-graph worker ~4 us per feed and step."""
+        cost a between-graph worker ~1.3 us per feed and step (timeit)."""
         passed = self._feed_np_dtypes
         for name, value in feeds.items():
             # Not ``passed.get(name) != value.dtype``: numpy reads None as float64.

@@ -43,8 +43,14 @@ def test_small_products_run_on_one_thread_and_restore_the_count():
 
     threads._set = spy
     try:
+        # Products OpenBLAS keeps on one thread itself leave the count alone.
         a = np.ones((8, 8), np.float32)
         blas.matmul(a, a)
+        assert seen == []
+        # 128^3 multiply-adds: one thread for this product, the count put back after it.
+        mid = np.ones((128, 128), np.float32)
+        assert 128 ** 3 > blas.ONE_THREAD_WORK and 128 ** 3 < blas.PARALLEL_MIN_WORK
+        np.testing.assert_array_equal(blas.matmul(mid, mid), mid @ mid)
         assert seen == [1, threads.default]
         seen.clear()
         # 256^3 multiply-adds: over the threshold (float64: float32 goes to oneDNN's matmul

@@ -12,7 +12,8 @@ each with 2 threads against 9 us with 1.
 
 So a product under ``PARALLEL_MIN_WORK`` multiply-adds runs with one BLAS thread; larger
 ones use whatever the process had (``OPENBLAS_NUM_THREADS``, else one per core). The count
-is set around each small call and put back, so numpy calls outside dtf's kernels keep the
+is set around each small call (but not for ``ONE_THREAD_WORK`` or fewer, which OpenBLAS
+keeps on one thread itself) and put back, so numpy calls outside dtf's kernels keep the
 process's setting (OpenBLAS has one count per process: a large product that starts on
 another thread during a small one runs on one thread too, correct but slower). Where the
 BLAS is not an OpenBLAS that dtf can find (macOS's Accelerate, MKL), products run as numpy
@@ -29,6 +30,11 @@ import threading
 import numpy as np
 
 PARALLEL_MIN_WORK = int(os.environ.get("DTF_BLAS_PARALLEL_MIN_WORK", 1 << 22))
+# OpenBLAS keeps a product of at most this many multiply-adds on one thread by itself (on
+# 2 cores here, process CPU equals the calling thread's up to 512K: 64x64x128), so those
+# skip the count's set and restore: 0.54 us a pair, for three of the W5 MLP's five
+# products a step.
+ONE_THREAD_WORK = 1 << 18
 
 # numpy >= 2 bundles scipy-openblas (symbols prefixed, 64-bit ints); older wheels and
 # system builds export the plain names.
@@ -140,8 +146,9 @@ def matmul(a, b):
                 return split_matmul(a, b)
         return np.matmul(a, b)
     threads = _controller()
-    if threads is None or threads.default <= 1 or _single_sections:
-        return np.matmul(a, b)  # (inside a one_thread section the count is already 1)
+    if (work <= ONE_THREAD_WORK or threads is None or threads.default <= 1
+            or _single_sections):  # (inside a one_thread section the count is already 1)
+        return np.matmul(a, b)
     # Not a counted section: this runs several times per step of a small model, where the
     # section's bookkeeping measured a few percent. A section that starts on another
     # thread between the check below and the restore loses its limit until its next

@@ -1,8 +1,9 @@
 """Numba loops load in the background once numpy's stand-ins have cost enough
 (dtf.kernels.cpu.jit_loading): a training step gives the same values before and after the
 loops take over, a small model's steps never load them, stand-ins start the loading once
-they reach the budget or when one kernel's call is slow twice, and a process that exits while they are
-still loading exits cleanly. Each case runs in a fresh interpreter, where nothing is loaded yet."""
+they reach the budget or when one kernel's call is slow twice, quick stand-ins are timed on
+a sample and charged in full, and a process that exits while they are still loading exits
+cleanly. Each case runs in a fresh interpreter, where nothing is loaded yet."""
 import os
 import subprocess
 import sys
@@ -216,3 +217,26 @@ print(default, max(seen), sys.getswitchinterval())
     default, during, after = map(float, out.split())
     assert during == 0.0005 < default
     assert after == default
+
+
+def test_quick_stand_ins_read_the_clock_once_in_a_sample_and_are_charged_in_full():
+    # Reading a thread's CPU clock is a system call: a kernel far under SLOW_CALL_S is timed
+    # on one call in SAMPLE_EVERY, and that one is charged for the calls it stands for.
+    out = run("""
+from dtf.kernels.cpu import jit_loading
+
+class Clock:  # each reading 1 us after the last: every timed call takes 1 us
+    reads, now = 0, 0.0
+    def thread_time(self):
+        Clock.reads += 1
+        Clock.now += 1e-6
+        return Clock.now
+
+jit_loading.time = Clock()
+jit_loading.STANDIN_BUDGET_S = 1.0  # nothing starts loading here
+quick, calls = object(), 10 * jit_loading.SAMPLE_EVERY
+values = [jit_loading.run_stand_in(lambda v: v + 1, i, key=quick) for i in range(calls)]
+print(values == list(range(1, calls + 1)), Clock.reads == 2 * calls // jit_loading.SAMPLE_EVERY,
+      abs(jit_loading._standin_s - calls * 1e-6) < 1e-12, jit_loading.state())
+""")
+    assert out.split() == ["True", "True", "True", "idle"]

@@ -75,7 +75,10 @@ class BlockingStep:
             if self.rids and machine.mark == EARLY:
                 self.pump = _ReplyPump(self)
             try:
-                reply = self.services[i].worker.run_graph(inline.msg, self if self.rids else None)
+                # On this thread, whatever its speed: whether start_graph may run the plan
+                # on an I/O thread is judged by the runs that go that way.
+                reply = self.services[i].worker.run_graph(inline.msg, self if self.rids else None,
+                                                          judge=False)
             except Exception as e:  # noqa: BLE001 - the step's error: the others are aborted
                 self._act(machine.local_failed(i, e))
             else:

@@ -164,11 +164,14 @@ class Worker:
             self._graphs.pop(msg["handle"], None)
         return {}
 
-    def run_graph(self, msg, hooks=None):
+    def run_graph(self, msg, hooks=None, judge=True):
         """Runs one registered partition for one step: feeds in, fetches out. ``hooks``
-        (rendezvous.WaitHooks): lent by a master whose thread runs this partition itself."""
+        (rendezvous.WaitHooks): lent by a master whose thread runs this partition itself.
+        ``judge``: time the run to decide whether ``start_graph`` may run the plan on the
+        I/O thread; a master that only ever runs it on its own thread passes False and
+        saves two reads of the thread CPU clock (system calls, ~0.56 us each)."""
         step = self._graph_step(msg, hooks=hooks)
-        t0 = time.thread_time()
+        t0 = time.thread_time() if judge else 0.0
         try:
             values = step.plan.run(step.ctx, step.feed_values, step.stats)
         except errors.OpError as e:
@@ -177,7 +180,8 @@ class Worker:
         finally:
             step.ctx.values = None  # the step's slots: the fetches are in ``values``
             self._partition_done(step.step_id, step.parts)
-        self._judge_inline(step, time.thread_time() - t0)
+        if judge:
+            self._judge_inline(step, time.thread_time() - t0)
         if not step.plan.ran:  # a plan's first run is always here (start_graph needs a cached one)
             step.plan.ran = True
             memory.trim()  # an initializer's temporaries; see dtf.runtime.memory
